@@ -1,0 +1,1 @@
+"""The HTTP read surface over the memory engine."""

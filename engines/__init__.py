@@ -1,0 +1,1 @@
+"""The memory library: the contract, the conformance suite, the engines and the shared chunker."""

@@ -1,0 +1,1 @@
+"""Pure ingestion stages: sniff, convert, scrub, chunk, assemble, batch. No Redis, no network."""

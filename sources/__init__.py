@@ -1,0 +1,1 @@
+"""Source readers: list units, detect changes against a manifest, read one unit."""

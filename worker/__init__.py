@@ -1,0 +1,1 @@
+"""The runtime: job functions, state stores, dispatchers and the `tinymemory` command line."""
