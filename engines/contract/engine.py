@@ -38,6 +38,12 @@ from engines.contract.query import (
 
 Item = Document | Conversation | Learning
 
+# Aliases used inside MemoryEngine, where the method `list` shadows the builtin for annotations.
+_Items = list[Item]
+_ItemIds = list[ItemId]
+_Hits = list[Hit]
+_Receipts = list[StoreReceipt]
+
 
 class EngineDescriptor(WireModel):
     """What an engine is and offers. Hosts read `fetch_modes` and never offer an unlisted mode."""
@@ -135,11 +141,11 @@ class MemoryEngine(abc.ABC):
     async def list(self, req: ListRequest) -> ListPage:
         """Query-free paging in a stable order; scores are 0.0; a cursor is never handed out twice."""
 
-    async def forget_within(self, ids: list[ItemId], reach: Reach) -> ForgetReport:
+    async def forget_within(self, ids: _ItemIds, reach: Reach) -> ForgetReport:
         """Remove the named ids that lie within `reach`, looking nowhere else."""
         return await forget_within_by_get(self, ids, reach)
 
-    async def store_many(self, items: list[Item]) -> list[StoreReceipt]:
+    async def store_many(self, items: _Items) -> _Receipts:
         """Store 1..100 items in order; a repeat within the batch is a replay of its first copy.
 
         On an error the earlier items stay stored, and sending the batch again replays them.
@@ -150,7 +156,7 @@ class MemoryEngine(abc.ABC):
     async def explore(self, req: ExploreRequest) -> ExplorePage:
         return await explore_by_listing(self, req)
 
-    async def get(self, req: GetRequest) -> list[Hit]:
+    async def get(self, req: GetRequest) -> _Hits:
         """Items whole, in the order named; unknown ids and ids beyond the reach are left out."""
         return await get_by_listing(self, req)
 

@@ -123,9 +123,7 @@ async def get_by_listing(engine: MemoryEngine, req: GetRequest) -> list[Hit]:
     cursor: str | None = None
     seen: set[str] = set()
     while True:
-        page = await engine.list(
-            ListRequest(filter=MetaFilter(reach=req.reach), limit=LISTING_PAGE, cursor=cursor)
-        )
+        page = await engine.list(ListRequest(filter=MetaFilter(reach=req.reach), limit=LISTING_PAGE, cursor=cursor))
         found.update((hit.id, hit) for hit in page.items if hit.id in wanted and hit.id not in found)
         if len(found) == len(wanted) or page.next_cursor is None:
             break

@@ -173,9 +173,7 @@ class Namespace:
         raise ValueError("a namespace is written as a path string such as `team:acme/agent:writer`")
 
     @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         return core_schema.no_info_plain_validator_function(
             cls._coerce,
             serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="json"),
