@@ -1,0 +1,106 @@
+"""The local engine's connection: one SQLite file in WAL mode, used from one thread per engine.
+
+Several processes (workers, the API) share the file: readers never block the writer, and a
+writer waits for another's transaction (busy timeout) instead of failing. Each engine runs its
+SQL on a single worker thread so the event loop never blocks on the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from engines.contract import ConfigError, EngineError, UnavailableError
+from engines.local.schema import ensure_schema
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT_MS = 60_000
+
+_PRAGMAS = (
+    "PRAGMA journal_mode = WAL",
+    # NORMAL in WAL mode loses nothing when a process dies; only a power cut can drop the last commit.
+    "PRAGMA synchronous = NORMAL",
+    f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+    "PRAGMA foreign_keys = ON",
+    "PRAGMA temp_store = MEMORY",
+    "PRAGMA cache_size = -65536",
+    "PRAGMA mmap_size = 268435456",
+)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating when absent) and migrate the memory file at `path`."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit mode: transactions are opened explicitly, so reads never hold a lock.
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+        for pragma in _PRAGMAS:
+            conn.execute(pragma)
+        ensure_schema(conn, str(path))
+    except sqlite3.DatabaseError as err:
+        raise ConfigError(f"cannot open memory file {path}: {err}") from err
+    except OSError as err:
+        raise ConfigError(f"cannot create memory file {path}: {err.strerror or err}") from err
+    return conn
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One atomic write: all of it is committed, or none of it."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _translate(err: sqlite3.Error) -> Exception:
+    text = str(err)
+    if isinstance(err, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return UnavailableError(f"the memory file is busy: {text}")
+    if isinstance(err, sqlite3.OperationalError) and ("disk" in text or "full" in text):
+        return UnavailableError(f"the memory file cannot be written: {text}")
+    return EngineError(f"local engine failed: {text}")
+
+
+class Database:
+    """A lazily opened connection and the one thread that uses it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tm-local")
+        self._conn: sqlite3.Connection | None = None
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` on the engine's thread; SQLite failures become contract errors."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, work)
+
+    def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if self._conn is None:
+            self._conn = connect(self.path)
+        try:
+            return work(self._conn)
+        except sqlite3.Error as err:
+            raise _translate(err) from err
+
+    def open_now(self) -> None:
+        """Open the file on the calling thread's behalf, so configuration errors surface at once."""
+        self._executor.submit(self._call, lambda conn: None).result()
+
+    def close(self) -> None:
+        def _close() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        self._executor.submit(_close).result()
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,242 @@
+"""`LocalEngine`: the embedded default, a persistent SQLite memory with keyword, vector and hybrid search."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engines.contract import (
+    EngineDescriptor,
+    EngineHealth,
+    EraseReport,
+    EraseRequest,
+    Error,
+    ExplorePage,
+    ExploreRequest,
+    ExportPage,
+    FetchMode,
+    FetchPage,
+    FetchRequest,
+    ForgetReport,
+    ForgetTarget,
+    GetRequest,
+    Hit,
+    Item,
+    ItemId,
+    ListPage,
+    ListRequest,
+    MemoryEngine,
+    MetaFilter,
+    RecallAnswer,
+    RecallRequest,
+    StoreReceipt,
+    TimeHint,
+    in_request_order,
+    validate_many,
+)
+from engines.local import reads, writes
+from engines.local.database import Database
+from engines.local.embed import Embedder, HashingEmbedder, Vectors
+from engines.local.openai import ChatSynthesizer
+from engines.local.recall import extractive_answer
+from engines.local.rows import PreparedItem, prepare
+from engines.local.search import Ranked, fuse, keyword_ranking, vector_ranking
+from engines.local.vectors import VectorIndex
+from engines.local.where import Where, add_erase_scope, add_reach, filter_where, kinds_where
+
+logger = logging.getLogger(__name__)
+
+DESCRIPTOR = EngineDescriptor(
+    id="local",
+    label="Local",
+    description="An embedded SQLite memory on this machine with keyword (BM25), vector and hybrid search.",
+    fetch_modes=(FetchMode.KEYWORD, FetchMode.VECTOR, FetchMode.HYBRID),
+)
+
+DEFAULT_PASSAGE_CHARS = 3000
+DEFAULT_MIN_SIMILARITY = 0.2
+
+
+class LocalEngine(MemoryEngine):
+    """One SQLite file (WAL) shared safely by several processes; `tenant` isolates users of one file.
+
+    Every write is one transaction. Reads see every committed write of every process.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        tenant: str | None = None,
+        embedder: Embedder | None = None,
+        chat: ChatSynthesizer | None = None,
+        passage_chars: int = DEFAULT_PASSAGE_CHARS,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
+    ) -> None:
+        self._db = Database(path)
+        self._tenant = tenant or ""
+        self._embedder = embedder or HashingEmbedder()
+        self._chat = chat
+        self._passage_chars = passage_chars
+        self._min_similarity = min_similarity
+        self._vectors = VectorIndex(self._embedder.dimensions)
+
+    @property
+    def path(self) -> Path:
+        return self._db.path
+
+    def descriptor(self) -> EngineDescriptor:
+        return DESCRIPTOR
+
+    def close(self) -> None:
+        self._db.close()
+
+    async def health(self) -> EngineHealth:
+        try:
+            await self._db.run(lambda conn: conn.execute("SELECT count(*) FROM schema_version").fetchone())
+        except Error as err:
+            return EngineHealth.down(str(err))
+        return EngineHealth.ok()
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def store(self, item: Item) -> StoreReceipt:
+        item.check()
+        return (await self._store([item]))[0]
+
+    async def store_many(self, items: list[Item]) -> list[StoreReceipt]:
+        validate_many(items)
+        return await self._store(items)
+
+    async def _store(self, items: list[Item]) -> list[StoreReceipt]:
+        ids = [item.fingerprint() for item in items]
+        held = await self._db.run(lambda conn: writes.held_ids(conn, self._tenant, ids))
+        fresh: dict[ItemId, PreparedItem] = {}
+        for item_id, item in zip(ids, items, strict=True):
+            if item_id not in held and item_id not in fresh:
+                fresh[item_id] = prepare(self._tenant, item_id, item, self._passage_chars)
+        prepared = list(fresh.values())
+        vectors = await self._embedder.embed([p.text for prep in prepared for p in prep.passages])
+        inserted = await self._db.run(lambda conn: self._insert(conn, prepared, vectors))
+        receipts = []
+        for item_id in ids:
+            receipts.append(StoreReceipt(id=item_id, replayed=item_id not in inserted))
+            inserted.discard(item_id)  # a later copy in the same batch is a replay of the first
+        return receipts
+
+    def _insert(self, conn: sqlite3.Connection, prepared: list[PreparedItem], vectors: Vectors) -> set[ItemId]:
+        if not prepared:
+            return set()
+        writes.check_embedder(conn, self._embedder.identity, str(self.path), record=True)
+        return writes.insert_items(conn, prepared, vectors)
+
+    async def forget(self, target: ForgetTarget) -> ForgetReport:
+        target.check()
+        if target.filter is not None:
+            where = filter_where(self._tenant, target.filter)
+            removed = await self._db.run(lambda conn: writes.delete_where(conn, where))
+            return ForgetReport(forgotten=len(removed))
+        forgotten = 0
+        for chunk in writes.chunks(list(dict.fromkeys(target.ids or []))):
+            where = Where()
+            where.add("i.tenant = ?", self._tenant)
+            where.add(f"i.id IN ({','.join('?' * len(chunk))})", *chunk)
+            forgotten += len(await self._db.run(lambda conn, w=where: writes.delete_where(conn, w)))
+        return ForgetReport(forgotten=forgotten)
+
+    async def erase(self, req: EraseRequest) -> EraseReport:
+        req.check()
+        where = Where()
+        where.add("i.tenant = ?", self._tenant)
+        add_erase_scope(where, req.reach)
+        kinds_where(where, req.kinds)
+        removed = await self._db.run(lambda conn: writes.delete_where(conn, where))
+        return EraseReport(erased_scopes=len(set(removed)))
+
+    # -- listing reads --------------------------------------------------------------------------
+
+    async def list(self, req: ListRequest) -> ListPage:
+        req.check()
+        after = reads.list_after(req.cursor)
+        where = filter_where(self._tenant, req.filter)
+        hits, cursor = await self._db.run(lambda conn: reads.list_page(conn, where, after, req.limit))
+        return ListPage(items=hits, next_cursor=cursor)
+
+    async def export(self, req: ListRequest) -> ExportPage:
+        req.check()
+        after = reads.list_after(req.cursor)
+        where = filter_where(self._tenant, req.filter)
+        items, cursor = await self._db.run(lambda conn: reads.export_page(conn, where, after, req.limit))
+        return ExportPage(items=items, next_cursor=cursor)
+
+    async def get(self, req: GetRequest) -> list[Hit]:
+        req.check()
+        where = Where()
+        where.add("i.tenant = ?", self._tenant)
+        add_reach(where, req.reach)
+        found = await self._db.run(lambda conn: reads.get_hits(conn, where, req.ids))
+        return in_request_order(req.ids, found)
+
+    async def explore(self, req: ExploreRequest) -> ExplorePage:
+        req.check()
+        where = filter_where(self._tenant, req.filter)
+        return await self._db.run(lambda conn: reads.explore_counts(conn, where, req.facet, req.limit))
+
+    # -- ranked reads ---------------------------------------------------------------------------
+
+    async def fetch(self, req: FetchRequest) -> FetchPage:
+        req.check()
+        DESCRIPTOR.ensure_mode(req.mode)
+        offset = reads.fetch_offset(req.cursor)
+        hits = await self._ranked(req.query, req.mode, req.filter, offset + req.limit + 1, req.refers_to)
+        page = hits[offset : offset + req.limit]
+        more = len(hits) > offset + req.limit
+        return FetchPage(hits=page, next_cursor=reads.fetch_cursor(offset + req.limit) if more else None)
+
+    async def recall(self, req: RecallRequest) -> RecallAnswer:
+        req.check()
+        hits = await self._ranked(req.question, FetchMode.HYBRID, req.filter, req.limit, req.refers_to)
+        answer = extractive_answer(req.question, hits)
+        if self._chat is None or not hits:
+            return answer
+        try:
+            text = await self._chat.answer(req.question, req.instructions, hits)
+        except Error as err:
+            logger.warning("recall synthesis failed, answering extractively: %s", err)
+            return answer
+        return answer.model_copy(update={"answer": text, "model": self._chat.model})
+
+    async def _ranked(
+        self, query: str, mode: FetchMode, filter: MetaFilter, want: int, refers_to: TimeHint | None
+    ) -> list[Hit]:
+        where = filter_where(self._tenant, filter)
+        # A time hint reorders, so rank a wider window than the page before reordering it.
+        window = want * 4 if refers_to is not None else want
+        vector = None if mode is FetchMode.KEYWORD else (await self._embedder.embed([query]))[0]
+
+        def work(conn: sqlite3.Connection) -> list[Hit]:
+            ranked = self._rank(conn, where, query, mode, vector, window)
+            return reads.ranked_hits(conn, ranked)
+
+        hits = await self._db.run(work)
+        return refers_to.rank(hits)[:want] if refers_to is not None else hits
+
+    def _rank(
+        self,
+        conn: sqlite3.Connection,
+        where: Where,
+        query: str,
+        mode: FetchMode,
+        vector: NDArray[np.float32] | None,
+        want: int,
+    ) -> list[Ranked]:
+        keyword = keyword_ranking(conn, where, query, want) if mode is not FetchMode.VECTOR else []
+        if vector is None:
+            return keyword
+        writes.check_embedder(conn, self._embedder.identity, str(self.path), record=False)
+        found = vector_ranking(conn, self._vectors, where, vector, self._min_similarity, want)
+        return found if mode is FetchMode.VECTOR else fuse(keyword, found, want)

@@ -1,0 +1,126 @@
+"""Ranked reads over one tenant's admitted items: BM25 keyword, vector, and their fusion.
+
+Each ranking is a list of `Ranked` (item, its best passage, score), one entry per item, best
+first. Hybrid fuses the keyword and vector rankings by reciprocal rank fusion, which needs no
+calibration between BM25 scores and cosines.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engines.local.vectors import VectorIndex
+from engines.local.where import Where
+
+RRF_K = 60
+"""The usual reciprocal-rank-fusion constant: a rank r contributes 1 / (60 + r)."""
+
+_WORD = re.compile(r"\w+")
+_CHECK_CHUNK = 512
+_CHECK_ROUNDS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    item_seq: int
+    passage: int
+    score: float
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 query matching any word of `text` (each quoted, so no word is read as syntax)."""
+    words = dict.fromkeys(w for w in _WORD.findall(text.lower()) if w.strip("_"))
+    return " OR ".join(f'"{w}"' for w in words) or None
+
+
+def keyword_ranking(conn: sqlite3.Connection, where: Where, query: str, want: int) -> list[Ranked]:
+    """Items whose passages match a word of `query`, by their best passage's BM25."""
+    match = fts_query(query)
+    if match is None:
+        return []
+    limit = max(want * 3, 50)
+    while True:
+        rows = conn.execute(
+            "SELECT p.item_seq, p.rowid, bm25(passage_text) AS rank "
+            "FROM passage_text JOIN passages p ON p.rowid = passage_text.rowid "
+            f"JOIN items i ON i.seq = p.item_seq WHERE passage_text MATCH ? AND {where.sql()} "
+            "ORDER BY rank LIMIT ?",
+            (match, *where.params, limit),
+        ).fetchall()
+        ranked = _first_per_item((seq, rowid, -rank) for seq, rowid, rank in rows)
+        # Several passages of one item can crowd the window; widen it until enough items show.
+        if len(ranked) >= want or len(rows) < limit:
+            return ranked[:want]
+        limit *= 4
+
+
+def _first_per_item(rows: Iterable[tuple[int, int, float]]) -> list[Ranked]:
+    seen: set[int] = set()
+    ranked = []
+    for seq, rowid, score in rows:
+        if seq not in seen:
+            seen.add(seq)
+            ranked.append(Ranked(seq, rowid, float(score)))
+    return ranked
+
+
+def vector_ranking(
+    conn: sqlite3.Connection,
+    index: VectorIndex,
+    where: Where,
+    query: NDArray[np.float32],
+    threshold: float,
+    want: int,
+) -> list[Ranked]:
+    """Items whose best passage's cosine with `query` reaches `threshold`, best first."""
+    index.refresh(conn)
+    items, rowids, scores = index.best_per_item(query, threshold)
+    admitted = _admitted_in_order(conn, where, items, want)
+    if admitted is None:
+        # The filter is selective: ask SQL for the items it admits and score only those.
+        allowed = np.fromiter(
+            (r[0] for r in conn.execute(f"SELECT i.seq FROM items i WHERE {where.sql()}", where.params)),
+            dtype=np.int64,
+        )
+        items, rowids, scores = index.best_per_item(query, threshold, among=allowed)
+        admitted = set(items.tolist())
+    ranked = [
+        Ranked(int(s), int(r), float(c)) for s, r, c in zip(items, rowids, scores, strict=True) if int(s) in admitted
+    ]
+    return ranked[:want]
+
+
+def _admitted_in_order(conn: sqlite3.Connection, where: Where, items: NDArray[np.int64], want: int) -> set[int] | None:
+    """Check the best candidates against the filter chunk by chunk; None when a few chunks were
+    not enough (a selective filter), so the caller narrows by the filter first instead."""
+    admitted: set[int] = set()
+    for round_ in range(_CHECK_ROUNDS):
+        chunk = items[round_ * _CHECK_CHUNK : (round_ + 1) * _CHECK_CHUNK].tolist()
+        if not chunk:
+            return admitted
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT i.seq FROM items i WHERE i.seq IN ({marks}) AND {where.sql()}", (*chunk, *where.params)
+        )
+        admitted.update(r[0] for r in rows)
+        if len(admitted) >= want:
+            return admitted
+    return None if len(items) > _CHECK_ROUNDS * _CHECK_CHUNK else admitted
+
+
+def fuse(keyword: list[Ranked], vector: list[Ranked], want: int) -> list[Ranked]:
+    """Reciprocal rank fusion; an item keeps the passage its keyword ranking chose, if any."""
+    scores: dict[int, float] = {}
+    passage: dict[int, int] = {}
+    for ranking in (vector, keyword):
+        for rank, hit in enumerate(ranking, start=1):
+            scores[hit.item_seq] = scores.get(hit.item_seq, 0.0) + 1.0 / (RRF_K + rank)
+            passage[hit.item_seq] = hit.passage
+    ordered = sorted(scores, key=lambda seq: -scores[seq])
+    return [Ranked(seq, passage[seq], scores[seq]) for seq in ordered[:want]]

@@ -1,0 +1,105 @@
+"""Typed engine configuration: what a host says about the engine it wants, without credentials.
+
+`EngineSettings` is plain data that can be logged or shared; the credential travels apart as an
+`EngineCredential`, so no configuration file ever holds a key.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engines.contract import ConfigError
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class EmbedderSettings(_Settings):
+    """How the local engine turns text into vectors.
+
+    `hashing` (the default) needs nothing and measures lexical similarity; `openai` calls any
+    OpenAI-compatible `/embeddings` endpoint; `sentence` runs a local sentence-embedding model
+    (the `sentence` extra).
+    """
+
+    kind: Literal["hashing", "openai", "sentence"] = "hashing"
+    dimensions: int = 256
+    endpoint: str | None = None
+    model: str | None = None
+
+
+class ChatSettings(_Settings):
+    """An OpenAI-compatible chat endpoint that writes recall answers from the retrieved passages."""
+
+    endpoint: str
+    model: str
+
+
+class EngineSettings(_Settings):
+    """One engine's settings. Fields an engine does not use are ignored by it."""
+
+    endpoint: str | None = None
+    scope_root: str | None = None
+    tenant_root: str | None = None
+    path: Path | None = None
+    tenant: str | None = None
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    chat: ChatSettings | None = None
+    passage_chars: int = 3000
+
+
+@dataclass(frozen=True)
+class EngineCredential:
+    """The key an engine presents: none, a static token, or a source asked before each call."""
+
+    static: str | None = None
+    dynamic: Callable[[], str] | None = None
+
+    @classmethod
+    def none(cls) -> EngineCredential:
+        return cls()
+
+    @classmethod
+    def of(cls, token: str) -> EngineCredential:
+        return cls(static=token)
+
+    def token(self) -> str | None:
+        """The current token, or None when there is none (a blank token counts as none)."""
+        value = self.dynamic() if self.dynamic is not None else self.static
+        return value if value and value.strip() else None
+
+    def __repr__(self) -> str:
+        # Never print the token itself.
+        kind = "dynamic" if self.dynamic else "static" if self.static else "none"
+        return f"EngineCredential({kind})"
+
+
+def check_endpoint(endpoint: str, credentialed: bool) -> str:
+    """The endpoint, trimmed, when it is an http(s) URL that may carry a credential."""
+    url = endpoint.strip()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ConfigError("endpoint must be an http(s) URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError("endpoint must be an http(s) URL")
+    if credentialed and parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise ConfigError("credentialed memory endpoints must use https unless they are loopback")
+    return url
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
