@@ -50,6 +50,12 @@ from engines.local.where import Where, add_erase_scope, add_reach, filter_where,
 
 logger = logging.getLogger(__name__)
 
+# Aliases for annotations inside LocalEngine, where the method `list` shadows the builtin.
+_Hits = list[Hit]
+_Items = list[Item]
+_Receipts = list[StoreReceipt]
+_Ranking = list[Ranked]
+
 DESCRIPTOR = EngineDescriptor(
     id="local",
     label="Local",
@@ -108,11 +114,11 @@ class LocalEngine(MemoryEngine):
         item.check()
         return (await self._store([item]))[0]
 
-    async def store_many(self, items: list[Item]) -> list[StoreReceipt]:
+    async def store_many(self, items: _Items) -> _Receipts:
         validate_many(items)
         return await self._store(items)
 
-    async def _store(self, items: list[Item]) -> list[StoreReceipt]:
+    async def _store(self, items: _Items) -> _Receipts:
         ids = [item.fingerprint() for item in items]
         held = await self._db.run(lambda conn: writes.held_ids(conn, self._tenant, ids))
         fresh: dict[ItemId, PreparedItem] = {}
@@ -140,12 +146,8 @@ class LocalEngine(MemoryEngine):
             where = filter_where(self._tenant, target.filter)
             removed = await self._db.run(lambda conn: writes.delete_where(conn, where))
             return ForgetReport(forgotten=len(removed))
-        forgotten = 0
-        for chunk in writes.chunks(list(dict.fromkeys(target.ids or []))):
-            where = Where()
-            where.add("i.tenant = ?", self._tenant)
-            where.add(f"i.id IN ({','.join('?' * len(chunk))})", *chunk)
-            forgotten += len(await self._db.run(lambda conn, w=where: writes.delete_where(conn, w)))
+        ids = list(dict.fromkeys(target.ids or []))
+        forgotten = await self._db.run(lambda conn: writes.delete_ids(conn, self._tenant, ids))
         return ForgetReport(forgotten=forgotten)
 
     async def erase(self, req: EraseRequest) -> EraseReport:
@@ -173,7 +175,7 @@ class LocalEngine(MemoryEngine):
         items, cursor = await self._db.run(lambda conn: reads.export_page(conn, where, after, req.limit))
         return ExportPage(items=items, next_cursor=cursor)
 
-    async def get(self, req: GetRequest) -> list[Hit]:
+    async def get(self, req: GetRequest) -> _Hits:
         req.check()
         where = Where()
         where.add("i.tenant = ?", self._tenant)
@@ -212,13 +214,13 @@ class LocalEngine(MemoryEngine):
 
     async def _ranked(
         self, query: str, mode: FetchMode, filter: MetaFilter, want: int, refers_to: TimeHint | None
-    ) -> list[Hit]:
+    ) -> _Hits:
         where = filter_where(self._tenant, filter)
         # A time hint reorders, so rank a wider window than the page before reordering it.
         window = want * 4 if refers_to is not None else want
         vector = None if mode is FetchMode.KEYWORD else (await self._embedder.embed([query]))[0]
 
-        def work(conn: sqlite3.Connection) -> list[Hit]:
+        def work(conn: sqlite3.Connection) -> _Hits:
             ranked = self._rank(conn, where, query, mode, vector, window)
             return reads.ranked_hits(conn, ranked)
 
@@ -233,7 +235,7 @@ class LocalEngine(MemoryEngine):
         mode: FetchMode,
         vector: NDArray[np.float32] | None,
         want: int,
-    ) -> list[Ranked]:
+    ) -> _Ranking:
         keyword = keyword_ranking(conn, where, query, want) if mode is not FetchMode.VECTOR else []
         if vector is None:
             return keyword

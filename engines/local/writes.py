@@ -76,15 +76,31 @@ def delete_where(conn: sqlite3.Connection, where: Where) -> list[tuple[str, str]
     """Remove every item `where` selects, in one transaction; returns each removed item's (ns, kind)."""
     with write_transaction(conn):
         rows = conn.execute(f"SELECT i.seq, i.ns, i.kind FROM items i WHERE {where.sql()}", where.params).fetchall()
-        if not rows:
-            return []
-        for chunk in chunks([r[0] for r in rows]):
-            marks = ",".join("?" * len(chunk))
-            # FTS5 rows are not covered by the foreign keys' cascade, so they go first, explicitly.
-            conn.execute(
-                f"DELETE FROM passage_text WHERE rowid IN (SELECT rowid FROM passages WHERE item_seq IN ({marks}))",
-                chunk,
-            )
-            conn.execute(f"DELETE FROM items WHERE seq IN ({marks})", chunk)
-        bump_deletions(conn)
+        _delete_seqs(conn, [r[0] for r in rows])
     return [(ns, kind) for _, ns, kind in rows]
+
+
+def delete_ids(conn: sqlite3.Connection, tenant: str, ids: list[ItemId]) -> int:
+    """Remove the tenant's items with these ids, wherever they are, in one transaction."""
+    with write_transaction(conn):
+        seqs: list[int] = []
+        for chunk in chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(f"SELECT seq FROM items WHERE tenant = ? AND id IN ({marks})", (tenant, *chunk))
+            seqs.extend(r[0] for r in rows)
+        _delete_seqs(conn, seqs)
+    return len(seqs)
+
+
+def _delete_seqs(conn: sqlite3.Connection, seqs: list[int]) -> None:
+    if not seqs:
+        return
+    for chunk in chunks(seqs):
+        marks = ",".join("?" * len(chunk))
+        # FTS5 rows are not covered by the foreign keys' cascade, so they go first, explicitly.
+        conn.execute(
+            f"DELETE FROM passage_text WHERE rowid IN (SELECT rowid FROM passages WHERE item_seq IN ({marks}))",
+            chunk,
+        )
+        conn.execute(f"DELETE FROM items WHERE seq IN ({marks})", chunk)
+    bump_deletions(conn)
