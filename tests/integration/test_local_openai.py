@@ -1,0 +1,130 @@
+"""The local engine against an OpenAI-compatible server on loopback: embeddings, chat answers, fallbacks."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import SecretStr
+
+from engines.contract import Document, EngineError, FetchMode, FetchRequest, RecallRequest, UnavailableError
+from engines.local import ChatSynthesizer, Endpoint, LocalEngine, OpenAIEmbedder
+
+pytestmark = pytest.mark.integration
+
+DIMENSIONS = 8
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    """Answers /v1/embeddings with letter-count vectors and /v1/chat/completions with a fixed reply."""
+
+    status: ClassVar[int] = 200
+    chat_status: ClassVar[int] = 200
+    chat_reply: ClassVar[str] = "The deploy runs at noon [1]."
+    seen: ClassVar[list[dict[str, Any]]] = []
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        status = self.chat_status if self.path == "/v1/chat/completions" else self.status
+        if status != 200:
+            self._send(status, {"error": {"message": "nope"}})
+        elif self.path == "/v1/embeddings":
+            rows = [{"index": i, "embedding": _vector(text)} for i, text in enumerate(body["input"])]
+            self._send(200, {"data": list(reversed(rows))})
+        else:
+            self._send(200, {"choices": [{"message": {"role": "assistant", "content": self.chat_reply}}]})
+
+    def _send(self, status: int, payload: object) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _vector(text: str) -> list[float]:
+    return [float(text.lower().count(letter)) for letter in "aeioustn"[:DIMENSIONS]]
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    FakeOpenAI.status = FakeOpenAI.chat_status = 200
+    FakeOpenAI.chat_reply = "The deploy runs at noon [1]."
+    FakeOpenAI.seen = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def engine(tmp_path: Path, server: str) -> Iterator[LocalEngine]:
+    key = SecretStr("sk-test-key")
+    engine = LocalEngine(
+        tmp_path / "m.sqlite3",
+        embedder=OpenAIEmbedder(Endpoint(server, "embed-model", key), DIMENSIONS),
+        chat=ChatSynthesizer(Endpoint(server, "chat-model", key)),
+    )
+    yield engine
+    engine.close()
+
+
+async def test_vectors_come_from_the_embeddings_endpoint(engine: LocalEngine) -> None:
+    receipt = await engine.store(Document.from_text("aaaa eeee"))
+    await engine.store(Document.from_text("ssss tttt nnnn"))
+    page = await engine.fetch(FetchRequest(query="aa ee", mode=FetchMode.VECTOR, limit=1))
+    assert [hit.id for hit in page.hits] == [receipt.id]
+    calls = [c for c in FakeOpenAI.seen if c["path"] == "/v1/embeddings"]
+    assert calls[0]["body"]["model"] == "embed-model"
+    assert calls[0]["auth"] == "Bearer sk-test-key"
+
+
+async def test_recall_is_synthesised_by_the_chat_endpoint(engine: LocalEngine) -> None:
+    await engine.store(Document.from_text("The deploy runs at noon."))
+    answer = await engine.recall(RecallRequest(question="when is the deploy", limit=3, instructions="be brief"))
+    assert (answer.answer, answer.model) == ("The deploy runs at noon [1].", "chat-model")
+    assert len(answer.citations) == 1
+    chat = next(c for c in FakeOpenAI.seen if c["path"] == "/v1/chat/completions")
+    prompt = chat["body"]["messages"][1]["content"]
+    assert "be brief" in prompt and "[1] The deploy runs at noon." in prompt
+
+
+@pytest.mark.parametrize(("status", "reply"), [(500, "unused"), (401, "unused"), (200, "")])
+async def test_a_failing_chat_endpoint_falls_back_to_the_extractive_answer(
+    engine: LocalEngine, caplog: pytest.LogCaptureFixture, status: int, reply: str
+) -> None:
+    await engine.store(Document.from_text("The deploy runs at noon."))
+    FakeOpenAI.chat_status, FakeOpenAI.chat_reply = status, reply
+    answer = await engine.recall(RecallRequest(question="deploy", limit=3))
+    assert answer.model == "local-extractive"
+    assert "The deploy runs at noon." in answer.answer
+    assert "answering extractively" in caplog.text
+    assert "sk-test-key" not in caplog.text
+
+
+@pytest.mark.parametrize(("status", "error"), [(429, UnavailableError), (503, UnavailableError), (400, EngineError)])
+async def test_embedding_failures_map_to_contract_errors(
+    engine: LocalEngine, status: int, error: type[Exception]
+) -> None:
+    FakeOpenAI.status = status
+    with pytest.raises(error) as caught:
+        await engine.store(Document.from_text("anything"))
+    assert "sk-test-key" not in str(caught.value)
+
+
+async def test_an_unreachable_endpoint_is_unavailable(tmp_path: Path) -> None:
+    embedder = OpenAIEmbedder(Endpoint("http://127.0.0.1:9/v1", "m"), DIMENSIONS)
+    with pytest.raises(UnavailableError, match="unreachable"):
+        await embedder.embed(["x"])

@@ -1,0 +1,278 @@
+"""The local engine's own rules beyond the conformance suite: passages, pages, cursors, schema, embedder."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines.contract import (
+    ConfigError,
+    Conversation,
+    Document,
+    EraseRequest,
+    ExploreRequest,
+    Facet,
+    FetchMode,
+    FetchRequest,
+    ForgetTarget,
+    InvalidRequestError,
+    ItemKind,
+    Learning,
+    LearningKind,
+    ListRequest,
+    MemoryMeta,
+    MetaFilter,
+    Namespace,
+    Reach,
+    RecallRequest,
+    Role,
+    TimeHint,
+    Turn,
+)
+from engines.local import HashingEmbedder, LocalEngine
+from engines.local.schema import SCHEMA_VERSION
+
+PAGE_WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "eiusmod")
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[LocalEngine]:
+    engine = LocalEngine(tmp_path / "memory.sqlite3")
+    yield engine
+    engine.close()
+
+
+def _page(n: int) -> str:
+    # About 2,500 characters: one page per 3,000-character passage.
+    words = [PAGE_WORDS[(n + i) % len(PAGE_WORDS)] for i in range(420)]
+    return f"Page {n}\n" + "\n".join(" ".join(words[i : i + 12]) for i in range(0, 420, 12))
+
+
+def _book(pages: int, special_page: int, word: str) -> str:
+    texts = [_page(n) for n in range(1, pages + 1)]
+    texts[special_page - 1] += f"\nThe {word} appears only here.\n"
+    return "\f".join(texts)
+
+
+# Vector mode is left out: one rare word barely moves a lexical vector of a 2,500-character page.
+@pytest.mark.parametrize("mode", [FetchMode.KEYWORD, FetchMode.HYBRID])
+async def test_a_word_on_page_250_of_300_is_found_with_its_page(engine: LocalEngine, mode: FetchMode) -> None:
+    book = Document.from_text(_book(300, 250, "quetzalcoatlus"), title="The Long Book", mime="application/pdf")
+    await engine.store(Document.from_text("a short unrelated note about lunch"))
+    receipt = await engine.store(book)
+    page = await engine.fetch(FetchRequest(query="quetzalcoatlus", mode=mode, limit=5))
+    assert page.hits[0].id == receipt.id
+    assert "page:250" in page.hits[0].meta.tags
+    assert "quetzalcoatlus" in page.hits[0].text
+    assert page.hits[0].text.startswith("# The Long Book\n\n")
+    # One hit per document, whatever the number of passages that match.
+    assert len({hit.id for hit in page.hits}) == len(page.hits)
+
+
+async def test_listing_returns_a_split_document_whole(engine: LocalEngine) -> None:
+    book = Document.from_text(_book(20, 3, "pterodactyl"), title="Twenty pages")
+    receipt = await engine.store(book)
+    listed = await engine.list(ListRequest(limit=5))
+    assert [hit.text for hit in listed.items] == [book.render_text()]
+    assert listed.items[0].meta == book.meta
+    exported = await engine.export(ListRequest(limit=5))
+    assert exported.items[0].item == book and exported.items[0].id == receipt.id
+
+
+async def test_sections_are_reported_for_split_markdown(engine: LocalEngine) -> None:
+    body = "\n\n".join(f"# Chapter {n}\n\n" + (f"chapter {n} text " * 200) for n in range(1, 6))
+    body += "\n\nthe secret word is archaeopteryx\n"
+    await engine.store(Document.from_text(body))
+    hit = (await engine.fetch(FetchRequest(query="archaeopteryx", mode=FetchMode.KEYWORD, limit=1))).hits[0]
+    assert "section:Chapter 5" in hit.meta.tags
+
+
+async def test_fetch_pages_with_cursors_and_refuses_foreign_ones(engine: LocalEngine) -> None:
+    for n in range(7):
+        await engine.store(Document.from_text(f"shared topic gardening note {n}"))
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await engine.fetch(FetchRequest(query="gardening", mode=FetchMode.HYBRID, limit=3, cursor=cursor))
+        seen.extend(hit.id for hit in page.hits)
+        if page.next_cursor is None:
+            break
+        assert page.next_cursor != cursor
+        cursor = page.next_cursor
+    assert len(seen) == len(set(seen)) == 7
+    for bad in ("3", "s3", "o-1", "o01", "x"):
+        with pytest.raises(InvalidRequestError, match=f"unknown cursor `{bad}`"):
+            await engine.fetch(FetchRequest(query="gardening", mode=FetchMode.KEYWORD, limit=3, cursor=bad))
+    for bad in ("3", "o3", "s01"):
+        with pytest.raises(InvalidRequestError, match="unknown cursor"):
+            await engine.list(ListRequest(limit=3, cursor=bad))
+
+
+async def test_keyword_ranks_by_bm25_and_ignores_query_syntax(engine: LocalEngine) -> None:
+    strong = await engine.store(Document.from_text("tokio tokio tokio runtime scheduling"))
+    weak = await engine.store(Document.from_text("a runtime mentioned once, among many other words here"))
+    page = await engine.fetch(FetchRequest(query='tokio AND "runtime" OR NEAR(', mode=FetchMode.KEYWORD, limit=5))
+    assert [hit.id for hit in page.hits] == [strong.id, weak.id]
+    assert page.hits[0].score > page.hits[1].score
+    nothing = await engine.fetch(FetchRequest(query="***", mode=FetchMode.KEYWORD, limit=5))
+    assert nothing.hits == []
+
+
+async def test_vector_mode_finds_spelling_variants_keyword_misses(engine: LocalEngine) -> None:
+    target = await engine.store(Document.from_text("notes on deployment pipelines and their configuration"))
+    await engine.store(Document.from_text("a recipe for lemon cake"))
+    vector = await engine.fetch(FetchRequest(query="deploying pipeline configurations", mode=FetchMode.VECTOR, limit=5))
+    assert [hit.id for hit in vector.hits] == [target.id]
+    keyword = await engine.fetch(FetchRequest(query="deploying configurations", mode=FetchMode.KEYWORD, limit=5))
+    assert keyword.hits == []
+
+
+async def test_hybrid_fuses_both_rankings(engine: LocalEngine) -> None:
+    both = await engine.store(Document.from_text("kubernetes cluster upgrade checklist"))
+    lexical = await engine.store(Document.from_text("kubernetes"))
+    page = await engine.fetch(FetchRequest(query="kubernetes cluster upgrades", mode=FetchMode.HYBRID, limit=5))
+    assert [hit.id for hit in page.hits][:2] == [both.id, lexical.id]
+
+
+async def test_time_hint_ranks_matching_days_first_without_excluding(engine: LocalEngine) -> None:
+    old = MemoryMeta(observed_at="2026-01-01T10:00:00Z")  # type: ignore[arg-type]
+    new = MemoryMeta(observed_at="2026-03-05T10:00:00Z")  # type: ignore[arg-type]
+    early = await engine.store(Document.from_text("standup notes standup notes standup", meta=old))
+    late = await engine.store(Document.from_text("standup notes", meta=new))
+    hint = TimeHint.model_validate({"from": "2026-03-05", "to": "2026-03-05"})
+    page = await engine.fetch(FetchRequest(query="standup", mode=FetchMode.KEYWORD, limit=5, refers_to=hint))
+    assert [hit.id for hit in page.hits] == [late.id, early.id]
+
+
+async def test_recall_quotes_the_best_sentences_with_numbered_citations(engine: LocalEngine) -> None:
+    await engine.store(
+        Document.from_text("The deploy runs at noon. The database migrates first. Lunch is at one.", title="Ops")
+    )
+    await engine.store(
+        Learning(text="The user prefers deploys on Tuesdays", kind=LearningKind.PREFERENCE, confidence=0.9)
+    )
+    answer = await engine.recall(RecallRequest(question="when does the deploy run?", limit=2))
+    assert answer.model == "local-extractive"
+    assert "The deploy runs at noon." in answer.answer
+    assert "[1]" in answer.answer and len(answer.citations) == 2
+    listed = {hit.id for hit in (await engine.list(ListRequest(limit=10))).items}
+    assert {c.id for c in answer.citations} <= listed
+    empty = await engine.recall(RecallRequest(question="zebra", limit=2, filter=MetaFilter(workspace="none")))
+    assert (empty.answer, empty.citations) == ("", [])
+
+
+async def test_erase_counts_node_kind_pairs_and_reaches_sandboxes(engine: LocalEngine) -> None:
+    team = Namespace.parse("team:t")
+    flow = Namespace.parse("team:t/service:flow")
+    for ns in (team, flow):
+        await engine.store(Document.from_text(f"doc at {ns}", meta=MemoryMeta(namespace=ns)))
+        await engine.store(
+            Learning(text=f"fact at {ns}", kind=LearningKind.FACT, confidence=1, meta=MemoryMeta(namespace=ns))
+        )
+    await engine.store(Document.from_text("root doc"))
+    report = await engine.erase(EraseRequest(reach=Reach.subtree(team), kinds=[ItemKind.DOCUMENT]))
+    assert report.erased_scopes == 2
+    report = await engine.erase(EraseRequest(reach=Reach.subtree(team)))
+    assert report.erased_scopes == 2
+    left = await engine.list(ListRequest(filter=MetaFilter(reach=Reach(at=Namespace.ROOT, descendants=True)), limit=10))
+    assert [hit.text for hit in left.items] == ["root doc"]
+
+
+async def test_forget_removes_passages_from_every_index(engine: LocalEngine, tmp_path: Path) -> None:
+    receipt = await engine.store(Document.from_text("ephemeral ichthyosaur note"))
+    for mode in FetchMode:
+        assert (await engine.fetch(FetchRequest(query="ichthyosaur", mode=mode, limit=3))).hits
+    assert (await engine.forget(ForgetTarget.by_ids([receipt.id, receipt.id]))).forgotten == 1
+    for mode in FetchMode:
+        assert (await engine.fetch(FetchRequest(query="ichthyosaur", mode=mode, limit=3))).hits == []
+    conn = sqlite3.connect(tmp_path / "memory.sqlite3")
+    counts = [
+        conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in ("items", "passages", "passage_text", "item_tags")
+    ]
+    conn.close()
+    assert counts == [0, 0, 0, 0]
+
+
+async def test_another_engine_on_the_file_sees_writes_and_deletions(engine: LocalEngine, tmp_path: Path) -> None:
+    other = LocalEngine(tmp_path / "memory.sqlite3")
+    try:
+        assert (await other.fetch(FetchRequest(query="mammoth", mode=FetchMode.VECTOR, limit=3))).hits == []
+        receipt = await engine.store(Document.from_text("woolly mammoth"))
+        assert [
+            h.id for h in (await other.fetch(FetchRequest(query="mammoth", mode=FetchMode.VECTOR, limit=3))).hits
+        ] == [receipt.id]
+        await engine.forget(ForgetTarget.by_ids([receipt.id]))
+        assert (await other.fetch(FetchRequest(query="mammoth", mode=FetchMode.VECTOR, limit=3))).hits == []
+    finally:
+        other.close()
+
+
+async def test_explore_counts_tags_once_per_item_and_never_truncates(engine: LocalEngine) -> None:
+    await engine.store(Document.from_text("a", meta=MemoryMeta(tags=["x", "x", "y"])))
+    await engine.store(Document.from_text("b", meta=MemoryMeta(tags=["x"])))
+    await engine.store(Document.from_text("c"))
+    page = await engine.explore(ExploreRequest(facet=Facet.TAG, limit=10, scan_limit=1))
+    assert [(b.value, b.count) for b in page.buckets] == [("x", 2), ("y", 1)]
+    assert (page.total, page.missing, page.truncated) == (3, 1, False)
+
+
+async def test_conversation_hits_render_turns(engine: LocalEngine) -> None:
+    convo = Conversation(turns=[Turn(role=Role.USER, text="which port?"), Turn(role=Role.ASSISTANT, text="8080")])
+    await engine.store(convo)
+    hit = (await engine.fetch(FetchRequest(query="port", mode=FetchMode.KEYWORD, limit=1))).hits[0]
+    assert hit.text == convo.render_text()
+    assert hit.confidence is None
+
+
+def test_a_file_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.sqlite3"
+    created = LocalEngine(path)
+    created._db.open_now()
+    created.close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION + 1,))
+    conn.commit()
+    conn.close()
+    engine = LocalEngine(path)
+    with pytest.raises(ConfigError, match="written by a newer tinymemory"):
+        engine._db.open_now()
+
+
+async def test_health_reports_a_broken_file_as_down(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.sqlite3"
+    path.write_bytes(b"this is not a database" * 100)
+    engine = LocalEngine(path)
+    health = await engine.health()
+    assert not health.is_serving()
+    assert "cannot open memory file" in (health.reason or "")
+
+
+async def test_vectors_of_another_embedder_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    first = LocalEngine(path, embedder=HashingEmbedder(64))
+    await first.store(Document.from_text("indexed with 64 dimensions"))
+    first.close()
+    second = LocalEngine(path, embedder=HashingEmbedder(128))
+    with pytest.raises(ConfigError, match="was indexed with embedder hashing-ngram-v1/64"):
+        await second.store(Document.from_text("another"))
+    with pytest.raises(ConfigError, match="hashing-ngram-v1/128"):
+        await second.fetch(FetchRequest(query="indexed", mode=FetchMode.VECTOR, limit=1))
+    keyword = await second.fetch(FetchRequest(query="indexed", mode=FetchMode.KEYWORD, limit=1))
+    assert len(keyword.hits) == 1
+    second.close()
+
+
+async def test_hashing_embedder_is_deterministic_and_unit_length() -> None:
+    embedder = HashingEmbedder(128)
+    a = await embedder.embed(["The quick brown fox", "", "quick brown foxes"])
+    b = await embedder.embed(["The quick brown fox"])
+    assert np.array_equal(a[0], b[0])
+    assert np.isclose(np.linalg.norm(a[0]), 1.0) and not a[1].any()
+    assert float(a[0] @ a[2]) > 0.5
+    with pytest.raises(ValueError, match="power of two"):
+        HashingEmbedder(100)
