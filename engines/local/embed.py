@@ -1,16 +1,16 @@
 """Embedders: text to unit-length float32 vectors for the local engine's vector search.
 
-`HashingEmbedder` is always available and deterministic. It hashes character n-grams of the
-lowercased words into a fixed number of buckets (the hashing trick), so its cosine similarity
-measures *lexical* overlap — shared word pieces, spelling variants, inflections — not meaning.
-For semantic search configure an OpenAI-compatible endpoint or the local sentence model.
+`HashingEmbedder` is always available and deterministic. It hashes the character 3- and 4-grams
+of the lowercased text (punctuation folded to spaces) into a fixed number of buckets with a
+random sign (the hashing trick). Its cosine similarity therefore measures *lexical* overlap —
+shared word pieces, spelling variants, inflections — not meaning. For semantic search configure
+an OpenAI-compatible endpoint or the local sentence model.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,9 +18,16 @@ from numpy.typing import NDArray
 Vectors = NDArray[np.float32]
 """A (rows, dimensions) float32 matrix whose rows have unit length (or are all zero)."""
 
-_WORD = re.compile(r"\w+")
-# Odd multipliers from well-known integer hash mixers; any fixed odd constants would do.
-_MIX = (np.uint32(0x9E3779B1), np.uint32(0x85EBCA77), np.uint32(0xC2B2AE3D), np.uint32(0x27D4EB2F))
+# ASCII letters lowercased, other ASCII punctuation and whitespace folded to a space; bytes of
+# non-ASCII characters are kept, so words in any script still form n-grams.
+_FOLD = bytes(
+    c + 32 if 65 <= c <= 90 else c if (48 <= c <= 57 or 97 <= c <= 122 or c >= 128) else 32 for c in range(256)
+)
+# Odd multipliers (Knuth's multiplicative hashing): one per n-gram width.
+_MULTIPLY_3 = np.uint32(0x9E3779B1)
+_MULTIPLY_4 = np.uint32(0x85EBCA77)
+_SPACES_3 = np.uint32(0x202020)
+_SPACES_4 = np.uint32(0x20202020)
 
 
 @runtime_checkable
@@ -47,16 +54,17 @@ def normalise_rows(matrix: NDArray[np.float32]) -> Vectors:
 
 
 class HashingEmbedder:
-    """Signed feature hashing of character 3- and 4-grams over lowercased words (lexical, offline)."""
+    """Signed feature hashing of character 3- and 4-grams (lexical similarity, offline, deterministic)."""
 
     def __init__(self, dimensions: int = 256) -> None:
         if dimensions < 16 or dimensions & (dimensions - 1):
             raise ValueError("a hashing embedder needs a power of two of at least 16 dimensions")
         self._dimensions = dimensions
+        self._shift = np.uint32(33 - dimensions.bit_length())
 
     @property
     def identity(self) -> str:
-        return f"hashing-ngram-v1/{self._dimensions}"
+        return f"hashing-ngram-v2/{self._dimensions}"
 
     @property
     def dimensions(self) -> int:
@@ -67,42 +75,50 @@ class HashingEmbedder:
 
     def embed_sync(self, texts: Sequence[str]) -> Vectors:
         """The same vectors, computed on the calling thread (it is CPU work only)."""
-        dims = self._dimensions
-        out = np.zeros(len(texts) * dims, dtype=np.float32)
-        if texts:
-            # One pass over all texts at once: numpy's per-call cost dominates short texts.
-            data, owner = _concatenate(texts)
-            for width in (3, 4):
-                buckets, signs, rows = _ngram_hashes(data, owner, width)
-                slots = rows * dims + (buckets & np.uint32(dims - 1))
-                out += np.bincount(slots, weights=signs, minlength=len(out)).astype(np.float32)
-        return normalise_rows(out.reshape(len(texts), dims))
+        out = np.zeros((len(texts), self._dimensions), dtype=np.float64)
+        blobs = [b" " + text.lower().encode("utf-8", "surrogatepass").translate(_FOLD) + b" " for text in texts]
+        for first, last in _groups(blobs):
+            self._hash_group(out[first:last], blobs[first:last])
+        return normalise_rows(out.astype(np.float32))
+
+    def _hash_group(self, out: NDArray[np.float64], blobs: list[bytes]) -> None:
+        # Texts are hashed together so numpy's per-call cost is shared by the group.
+        lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs))
+        data = np.frombuffer(b"".join(blobs), dtype=np.uint8).astype(np.uint32)
+        owner = np.repeat(np.arange(len(blobs), dtype=np.int64), lengths)
+        code3 = data[:-2] | (data[1:-1] << 8) | (data[2:] << 16)
+        code4 = code3[:-1] | (data[3:] << 24)
+        # Keep n-grams inside one text that are not all padding.
+        keep3 = (owner[:-2] == owner[2:]) & (code3 != _SPACES_3)
+        keep4 = (owner[:-3] == owner[3:]) & (code4 != _SPACES_4)
+        flat = out.reshape(-1)
+        flat += self._counts(code3 * _MULTIPLY_3, owner[:-2], keep3, len(flat))
+        flat += self._counts(code4 * _MULTIPLY_4, owner[:-3], keep4, len(flat))
+
+    def _counts(
+        self, hashed: NDArray[Any], owner: NDArray[Any], keep: NDArray[np.bool_], size: int
+    ) -> NDArray[np.float64]:
+        hashed, owner = hashed[keep], owner[keep]
+        slots = owner * self._dimensions + (hashed >> self._shift)
+        # The bit below the bucket picks the sign, so colliding n-grams cancel out on average.
+        signs = 1.0 - 2.0 * ((hashed >> (self._shift - np.uint32(1))) & np.uint32(1))
+        counts: NDArray[np.float64] = np.bincount(slots, weights=signs, minlength=size).astype(np.float64, copy=False)
+        return counts
 
 
-def _concatenate(texts: Sequence[str]) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
-    """All texts' padded, lowercased words as one byte array, and the text each byte belongs to."""
-    # Words are padded with spaces so n-grams at word edges differ from those inside words.
-    encoded = [(" " + "  ".join(_WORD.findall(text.lower())) + " ").encode("utf-8") for text in texts]
-    lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
-    data = np.frombuffer(b"".join(encoded), dtype=np.uint8).astype(np.uint32)
-    owner = np.repeat(np.arange(len(encoded), dtype=np.int64), lengths)
-    return data, owner
+# Groups of at most this many bytes keep numpy's temporaries under glibc's mmap threshold (128 KiB):
+# larger ones are mapped and unmapped on every call, which made hashing five times slower.
+_GROUP_BYTES = 8192
 
 
-def _ngram_hashes(
-    data: NDArray[np.uint32], owner: NDArray[np.int64], width: int
-) -> tuple[NDArray[np.uint32], NDArray[np.float64], NDArray[np.int64]]:
-    """Bucket, sign and owning text of every n-gram of `width` bytes that lies inside one text."""
-    count = len(data) - width + 1
-    if count <= 0:
-        return np.zeros(0, dtype=np.uint32), np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
-    hashed = np.zeros(count, dtype=np.uint32)
-    for offset in range(width):
-        hashed ^= data[offset : offset + count] * _MIX[offset]
-    hashed ^= hashed >> np.uint32(15)
-    hashed *= _MIX[3]
-    inside = owner[:count] == owner[width - 1 :]
-    hashed, rows = hashed[inside], owner[:count][inside]
-    # The top bit picks the sign (+1 or -1), so collisions cancel out on average.
-    signs = 1.0 - 2.0 * (hashed >> np.uint32(31))
-    return hashed, signs, rows
+def _groups(blobs: list[bytes]) -> list[tuple[int, int]]:
+    """Consecutive ranges of blobs of at most `_GROUP_BYTES` in all (a longer blob stands alone)."""
+    groups, first, size = [], 0, 0
+    for index, blob in enumerate(blobs):
+        if index > first and size + len(blob) > _GROUP_BYTES:
+            groups.append((first, index))
+            first, size = index, 0
+        size += len(blob)
+    if first < len(blobs):
+        groups.append((first, len(blobs)))
+    return groups

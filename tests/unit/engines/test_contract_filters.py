@@ -101,9 +101,7 @@ def test_an_item_lacking_a_value_never_matches_a_set_field() -> None:
 def test_no_reach_excludes_sandboxes() -> None:
     sandboxed = MemoryMeta(namespace=Namespace.parse("service:flow"))
     assert not MetaFilter().matches(ItemKind.LEARNING, sandboxed)
-    assert MetaFilter(reach=Reach.exact(Namespace.parse("service:flow"))).matches(
-        ItemKind.LEARNING, sandboxed
-    )
+    assert MetaFilter(reach=Reach.exact(Namespace.parse("service:flow"))).matches(ItemKind.LEARNING, sandboxed)
 
 
 def test_is_empty() -> None:

@@ -121,12 +121,8 @@ def test_an_empty_string_is_a_value_in_identity() -> None:
 
 def test_turn_times_and_tool_calls_are_identity() -> None:
     base = Conversation.model_validate({"turns": [{"role": "user", "text": "hi"}]})
-    timed = Conversation.model_validate(
-        {"turns": [{"role": "user", "text": "hi", "at": "2026-01-01T00:00:00Z"}]}
-    )
-    calling = Conversation.model_validate(
-        {"turns": [{"role": "user", "text": "hi", "tool_calls": [{"name": "grep"}]}]}
-    )
+    timed = Conversation.model_validate({"turns": [{"role": "user", "text": "hi", "at": "2026-01-01T00:00:00Z"}]})
+    calling = Conversation.model_validate({"turns": [{"role": "user", "text": "hi", "tool_calls": [{"name": "grep"}]}]})
     assert len({base.fingerprint(), timed.fingerprint(), calling.fingerprint()}) == 3
 
 

@@ -149,9 +149,7 @@ def test_segment_refuses_bad_ids_and_prints_its_prefix() -> None:
     with pytest.raises(InvalidRequestError):
         Segment(SegmentKind.AGENT, "a b")
     assert str(Segment(SegmentKind.WORKSPACE, "acme")) == "ws:acme"
-    assert Segment.model_validate({"kind": "workspace", "id": "acme"}) == Segment(
-        SegmentKind.WORKSPACE, "acme"
-    )
+    assert Segment.model_validate({"kind": "workspace", "id": "acme"}) == Segment(SegmentKind.WORKSPACE, "acme")
 
 
 @pytest.mark.parametrize(

@@ -42,9 +42,7 @@ opt_texts = st.none() | texts
 ids = st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True)
 segments = st.builds(Segment, st.sampled_from(list(SegmentKind)), ids)
 namespaces = st.lists(segments, max_size=MAX_DEPTH).map(Namespace)
-instants = st.datetimes(
-    min_value=datetime(1970, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
-)
+instants = st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC))
 tool_calls = st.builds(ToolCallRef, name=texts, id=opt_texts)
 turn_ranges = st.builds(TurnRange, first=st.integers(0, 2**32 - 1), last=st.integers(0, 2**32 - 1))
 
@@ -148,9 +146,7 @@ META_CHANGES = {
 
 
 @given(items, st.sampled_from(sorted(META_CHANGES)))
-def test_fingerprint_changes_with_any_meta_field(
-    item: Document | Conversation | Learning, field: str
-) -> None:
+def test_fingerprint_changes_with_any_meta_field(item: Document | Conversation | Learning, field: str) -> None:
     new_value = META_CHANGES[field]
     if getattr(item.meta, field) == new_value:
         return

@@ -131,8 +131,7 @@ CONTRACT_REQUEST_EXAMPLES: list[tuple[type[BaseModel], str]] = [
     ),
     (
         EraseRequest,
-        '{"reach":{"at":"source:notes","inherit":true,"descendants":true},"kinds":["document"],'
-        '"whole_tree":false}',
+        '{"reach":{"at":"source:notes","inherit":true,"descendants":true},"kinds":["document"],"whole_tree":false}',
     ),
 ]
 

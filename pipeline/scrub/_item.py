@@ -1,0 +1,69 @@
+"""Scrubbing a memory item's free text before it is stored (safety.md §8).
+
+Only prose is rewritten. Identifiers (paths, repo, commit, thread and agent ids, roles, tool names, tags,
+the namespace) are left alone because filters match on them: rewriting one would make the item impossible
+to find. `meta.url` is the exception, because query strings carry tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engines.contract import Conversation, Document, DocumentBody, Learning, MemoryMeta, StoreItem, Turn
+from pipeline.scrub._report import DEFAULT_POLICY, Policy, SanitizationReport, Sanitized
+from pipeline.scrub._text import sanitize_text
+
+
+class _ItemScrubber:
+    """Scrubs the texts of one item under one policy and sums their reports.
+
+    A part whose text comes out unchanged is reused rather than copied, as a shallow `model_copy` would.
+    """
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.report = SanitizationReport()
+
+    def text(self, text: str) -> str:
+        scrubbed = sanitize_text(text, self.policy)
+        if scrubbed.report.changed():
+            self.report = self.report.merge(scrubbed.report)
+        return scrubbed.value
+
+    def optional(self, text: str | None) -> str | None:
+        return None if text is None else self.text(text)
+
+    def meta(self, meta: MemoryMeta) -> MemoryMeta:
+        url = self.optional(meta.url)
+        return meta if url == meta.url else meta.model_copy(update={"url": url})
+
+    def turn(self, turn: Turn) -> Turn:
+        text = self.text(turn.text)
+        return turn if text == turn.text else turn.model_copy(update={"text": text})
+
+    def body(self, body: DocumentBody) -> DocumentBody:
+        # A URI body is left for the source reader to resolve; the text it resolves to is scrubbed then.
+        if body.text is None:
+            return body
+        text = self.text(body.text)
+        return body if text == body.text else DocumentBody.of_text(text)
+
+    def updates(self, item: StoreItem) -> dict[str, Any]:
+        """The scrubbed fields of `item`, by name."""
+        if isinstance(item, Document):
+            return {"title": self.optional(item.title), "body": self.body(item.body)}
+        if isinstance(item, Conversation):
+            return {"turns": [self.turn(turn) for turn in item.turns]}
+        return {"text": self.text(item.text), "evidence": self.optional(item.evidence)}
+
+
+def scrub_item(item: StoreItem, policy: Policy = DEFAULT_POLICY) -> Sanitized[StoreItem]:
+    """A scrubbed copy of `item` and the summed report; the input is not modified. Never raises.
+
+    Scrubbing changes the item, so its fingerprint must be computed afterwards: scrub, then store.
+    """
+    scrubber = _ItemScrubber(policy)
+    updates = scrubber.updates(item)
+    updates["meta"] = scrubber.meta(item.meta)
+    scrubbed: Document | Conversation | Learning = item.model_copy(update=updates)
+    return Sanitized(scrubbed, scrubber.report)

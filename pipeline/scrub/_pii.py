@@ -1,0 +1,79 @@
+"""Stage 4: personal identifiers, matched on the normalised view and spliced back onto the original text
+(safety.md §6.1, §6.8). The classes themselves are in `_classes`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from pipeline.scrub._classes import ANY_HINT, LOOKBACK, PII_CLASSES, PiiClass
+from pipeline.scrub._report import DEFAULT_POLICY, Policy
+from pipeline.scrub._view import MatchingView, TextFacts, matching_view
+
+
+class PiiHit(NamedTuple):
+    """A passing candidate: its span in the view and the class that found it."""
+
+    start: int
+    end: int
+    pii_class: PiiClass
+
+
+def _candidates(pii_class: PiiClass, view: str) -> Iterator[re.Match[str]]:
+    hint = pii_class.hint.search(view)
+    if hint is None:
+        return
+    # Starting the scan later is exact: at a search position `\b` still sees the character before it.
+    yield from pii_class.pattern.finditer(view, max(0, hint.start() - LOOKBACK))
+
+
+def find_hits(view: str, policy: Policy, *, include_bare: bool = True) -> Iterator[PiiHit]:
+    """Yield the passing hits of every class whose gate opens, in class order (overlaps not resolved)."""
+    if ANY_HINT.search(view) is None:
+        return
+    facts = TextFacts(view)
+    for pii_class in PII_CLASSES:
+        if (pii_class.bare_numeric and not include_bare) or not pii_class.gate(facts):
+            continue
+        for match in _candidates(pii_class, view):
+            start, end = match.span(pii_class.group)
+            if pii_class.check(view, start, end, policy):
+                yield PiiHit(start, end, pii_class)
+
+
+def resolve_overlaps(hits: list[PiiHit]) -> list[PiiHit]:
+    """Keep the earliest, then longest hit; for equal spans the earlier class (the sort is stable)."""
+    kept: list[PiiHit] = []
+    last_end = 0
+    for hit in sorted(hits, key=lambda h: (h.start, h.start - h.end)):
+        if hit.start >= last_end:
+            kept.append(hit)
+            last_end = hit.end
+    return kept
+
+
+def _splice(text: str, view: MatchingView, hits: list[PiiHit]) -> str:
+    out: list[str] = []
+    pos = 0
+    for hit in hits:
+        start, end = view.original(hit.start), view.original(hit.end)
+        out.extend((text[pos:start], hit.pii_class.token))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def redact_identifiers(text: str, policy: Policy) -> tuple[str, int]:
+    """Replace every kept PII hit with its class token; return the new text and the number replaced."""
+    view = matching_view(text)
+    hits = resolve_overlaps(list(find_hits(view.text, policy)))
+    if not hits:
+        return text, 0
+    return _splice(text, view, hits), len(hits)
+
+
+def has_identifier(text: str) -> bool:
+    """True when a class other than the bare-numeric ones has a passing hit."""
+    view = matching_view(text)
+    return next(find_hits(view.text, DEFAULT_POLICY, include_bare=False), None) is not None

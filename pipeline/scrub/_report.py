@@ -1,0 +1,74 @@
+"""What a scrub returns: the policy it ran under, the scrubbed value and the counters of what it replaced."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class BareCardGate(Enum):
+    """How much evidence a bare run of 13-19 digits needs before it is redacted as a card number."""
+
+    LUHN_ONLY = "luhn_only"
+    """Every Luhn-valid bare run is a card: the strictest setting, and the default."""
+
+    CORROBORATED = "corroborated"
+    """A bare run also needs a known issuer prefix at an issued length, or a card keyword nearby."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How aggressive the PII stage is; the default redacts most."""
+
+    bare_card: BareCardGate = BareCardGate.LUHN_ONLY
+
+    @staticmethod
+    def corroborated() -> Policy:
+        """The policy for machine payloads, where 13-digit millisecond timestamps pass Luhn 1 time in 10."""
+        return Policy(bare_card=BareCardGate.CORROBORATED)
+
+
+DEFAULT_POLICY = Policy()
+
+
+@dataclass
+class SanitizationReport:
+    """How many things a scrub replaced, by kind. It never holds an original value."""
+
+    blocked_secret_hits: int = 0
+    text_redactions: int = 0
+    key_redactions: int = 0
+    depth_redactions: int = 0
+    pii_redactions: int = 0
+
+    def changed(self) -> bool:
+        """True when anything was replaced."""
+        # Spelled out rather than looped over `fields()`: this runs once per scrubbed text.
+        return (
+            self.blocked_secret_hits > 0
+            or self.text_redactions > 0
+            or self.key_redactions > 0
+            or self.depth_redactions > 0
+            or self.pii_redactions > 0
+        )
+
+    def merge(self, other: SanitizationReport) -> SanitizationReport:
+        """A new report holding the field-wise sum of both; neither operand is modified."""
+        return SanitizationReport(
+            blocked_secret_hits=self.blocked_secret_hits + other.blocked_secret_hits,
+            text_redactions=self.text_redactions + other.text_redactions,
+            key_redactions=self.key_redactions + other.key_redactions,
+            depth_redactions=self.depth_redactions + other.depth_redactions,
+            pii_redactions=self.pii_redactions + other.pii_redactions,
+        )
+
+
+@dataclass
+class Sanitized(Generic[T]):
+    """A scrubbed value and the report of what scrubbing it replaced."""
+
+    value: T
+    report: SanitizationReport

@@ -1,0 +1,100 @@
+"""Scrubbing and probing free text: the four stages in order (safety.md §2) and the detection functions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from pipeline.scrub._keys import has_private_key, redact_private_keys
+from pipeline.scrub._markers import redact_markers
+from pipeline.scrub._needles import FoldedText
+from pipeline.scrub._pii import has_identifier, redact_identifiers
+from pipeline.scrub._report import DEFAULT_POLICY, Policy, SanitizationReport, Sanitized
+from pipeline.scrub._shapes import has_credential_shape, redact_shapes
+
+_MAX_PASSES = 16
+_EMAIL = re.compile(r"(?i)\b[A-Z0-9._%+-]+@[A-Z0-9.-]+\.[A-Z]{2,}\b")
+
+
+def _sanitize_once(text: str, policy: Policy) -> tuple[str, SanitizationReport]:
+    """The four stages of safety.md §2, in order, each on the previous one's output."""
+    # The stages share one fold of the text until one of them changes it.
+    probe = FoldedText(text)
+    text, blocks = redact_private_keys(probe)
+    probe = _refold(probe, text)
+    text, markers = redact_markers(probe)
+    probe = _refold(probe, text)
+    text, shapes = redact_shapes(probe)
+    text, identifiers = redact_identifiers(text, policy)
+    report = SanitizationReport(
+        blocked_secret_hits=blocks, text_redactions=markers + shapes, pii_redactions=identifiers
+    )
+    return text, report
+
+
+def _refold(probe: FoldedText, text: str) -> FoldedText:
+    return probe if text is probe.text else FoldedText(text)
+
+
+def sanitize_text(text: str, policy: Policy = DEFAULT_POLICY) -> Sanitized[str]:
+    """Remove private keys, credential values and personal identifiers from `text`; never raises.
+
+    Scrubbing the result again changes nothing and reports nothing. One pass of the four stages, which is
+    all safety.md §2 describes, does not promise that: a value a stage consumed can hide a second marker,
+    and a checksum-failing candidate can hide a valid identifier, until a later redaction uncovers them.
+    So the stages repeat until a pass finds nothing, which costs one extra pass on the texts that had
+    something to redact, and the report sums the passes. Every pass that changes the text removes some of
+    what is not a redaction token, so the passes end; the bound is a backstop.
+    """
+    return _until_stable(lambda current: _sanitize_once(current, policy), text)
+
+
+def _until_stable(one_pass: Callable[[str], tuple[str, SanitizationReport]], text: str) -> Sanitized[str]:
+    report = SanitizationReport()
+    for _ in range(_MAX_PASSES):
+        text, found = one_pass(text)
+        if not found.changed():
+            break
+        report = report.merge(found)
+    return Sanitized(text, report)
+
+
+def redact_credential_markers(text: str) -> str:
+    """Stage 2 alone: replace the values after `/secret/` and `Bearer `.
+
+    Returns the same object, uncopied, when neither marker occurs.
+    """
+    return redact_markers(FoldedText(text))[0]
+
+
+def _redact_pii_once(text: str, policy: Policy) -> tuple[str, SanitizationReport]:
+    text, identifiers = redact_identifiers(text, policy)
+    return text, SanitizationReport(pii_redactions=identifiers)
+
+
+def redact_pii(text: str, policy: Policy = DEFAULT_POLICY) -> Sanitized[str]:
+    """Stage 4 alone: replace personal identifiers with `[REDACTED_PII_<CLASS>]` tokens.
+
+    Repeated until stable, as `sanitize_text` is, so that the result is a fixed point too.
+    """
+    return _until_stable(lambda current: _redact_pii_once(current, policy), text)
+
+
+def has_likely_secret(text: str) -> bool:
+    """True when a private-key block or a credential shape occurs; markers alone are not consulted."""
+    probe = FoldedText(text)
+    return has_private_key(probe) or has_credential_shape(probe)
+
+
+def has_likely_pii(text: str) -> bool:
+    """True when an identifier of a checked or keyword class occurs.
+
+    Bare numbers (cards, bare CPF and CNPJ, phones) are left out: this guards namespaces and keys, where
+    scanner-built ids (chat ids, numeric peer ids, millisecond timestamps) would be refused constantly.
+    """
+    return has_identifier(text)
+
+
+def has_likely_email(text: str) -> bool:
+    """True when the text holds an email address. Addresses are detected, never redacted."""
+    return "@" in text and _EMAIL.search(text) is not None
