@@ -67,6 +67,19 @@ DEFAULT_PASSAGE_CHARS = 3000
 DEFAULT_MIN_SIMILARITY = 0.2
 
 
+RANKING_BLOCK = 100
+
+
+def ranking_window(want: int) -> int:
+    """How deep each ranking is read for `want` hits: whole blocks of 100.
+
+    Fusion and the time hint reorder within what was read, so reading to a depth that depends
+    only on the block keeps the order of every page within one block identical, and a cursor
+    never shows an item twice there. (A time hint reads four times deeper, as it reorders.)
+    """
+    return -(-want // RANKING_BLOCK) * RANKING_BLOCK
+
+
 class LocalEngine(MemoryEngine):
     """One SQLite file (WAL) shared safely by several processes; `tenant` isolates users of one file.
 
@@ -216,8 +229,7 @@ class LocalEngine(MemoryEngine):
         self, query: str, mode: FetchMode, filter: MetaFilter, want: int, refers_to: TimeHint | None
     ) -> _Hits:
         where = filter_where(self._tenant, filter)
-        # A time hint reorders, so rank a wider window than the page before reordering it.
-        window = want * 4 if refers_to is not None else want
+        window = ranking_window(want * 4 if refers_to is not None else want)
         vector = None if mode is FetchMode.KEYWORD else (await self._embedder.embed([query]))[0]
 
         def work(conn: sqlite3.Connection) -> _Hits:
@@ -225,7 +237,7 @@ class LocalEngine(MemoryEngine):
             return reads.ranked_hits(conn, ranked)
 
         hits = await self._db.run(work)
-        return refers_to.rank(hits)[:want] if refers_to is not None else hits
+        return (refers_to.rank(hits) if refers_to is not None else hits)[:want]
 
     def _rank(
         self,

@@ -50,7 +50,7 @@ def keyword_ranking(conn: sqlite3.Connection, where: Where, query: str, want: in
             "SELECT p.item_seq, p.rowid, bm25(passage_text) AS rank "
             "FROM passage_text JOIN passages p ON p.rowid = passage_text.rowid "
             f"JOIN items i ON i.seq = p.item_seq WHERE passage_text MATCH ? AND {where.sql()} "
-            "ORDER BY rank LIMIT ?",
+            "ORDER BY rank, p.rowid LIMIT ?",
             (match, *where.params, limit),
         ).fetchall()
         ranked = _first_per_item((seq, rowid, -rank) for seq, rowid, rank in rows)

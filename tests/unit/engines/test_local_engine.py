@@ -258,9 +258,9 @@ async def test_vectors_of_another_embedder_are_refused(tmp_path: Path) -> None:
     await first.store(Document.from_text("indexed with 64 dimensions"))
     first.close()
     second = LocalEngine(path, embedder=HashingEmbedder(128))
-    with pytest.raises(ConfigError, match="was indexed with embedder hashing-ngram-v1/64"):
+    with pytest.raises(ConfigError, match="was indexed with embedder hashing-ngram-v2/64"):
         await second.store(Document.from_text("another"))
-    with pytest.raises(ConfigError, match="hashing-ngram-v1/128"):
+    with pytest.raises(ConfigError, match="hashing-ngram-v2/128"):
         await second.fetch(FetchRequest(query="indexed", mode=FetchMode.VECTOR, limit=1))
     keyword = await second.fetch(FetchRequest(query="indexed", mode=FetchMode.KEYWORD, limit=1))
     assert len(keyword.hits) == 1
