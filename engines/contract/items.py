@@ -37,11 +37,13 @@ __all__ = [
 ItemId = str
 """An item's id: 40 lowercase hex digits when the contract computes it; any non-blank string in requests."""
 
-_CANONICAL_EXCLUDE: dict[str, Any] = {"meta": {"observed_at"}}
-
 
 def _canonical_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _digest(canonical: str) -> ItemId:
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:40]
 
 
 class _Raw(str):
@@ -80,6 +82,9 @@ class DocumentBody(WireModel):
     def value(self) -> str:
         return self.uri if self.uri is not None else (self.text or "")
 
+    def wire_dict(self) -> dict[str, str]:
+        return {"uri": self.uri} if self.uri is not None else {"text": self.text or ""}
+
 
 class Turn(WireModel):
     wire_omit_empty: ClassVar[frozenset[str]] = frozenset({"tool_calls"})
@@ -88,6 +93,14 @@ class Turn(WireModel):
     text: Text
     at: Instant | None = None
     tool_calls: list[ToolCallRef] = Field(default_factory=list)
+
+    def wire_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role.value, "text": self.text}
+        if self.at is not None:
+            out["at"] = format_instant(self.at)
+        if self.tool_calls:
+            out["tool_calls"] = [call.wire_dict() for call in self.tool_calls]
+        return out
 
     def render(self) -> str:
         """`"{role}: {text}"`, then `" [tools: name (id), name]"` when the turn called tools."""
@@ -117,16 +130,35 @@ class BaseItem(WireModel):
     def render_text(self) -> str:
         """The item's text form; every `Hit.text` is exactly this."""
 
+    @abstractmethod
+    def wire_dict(self, observed: bool = True) -> dict[str, Any]:
+        """`model_dump(mode="json")`, built by hand for speed; without `meta.observed_at` when
+        `observed` is false."""
+
+    def wire_json(self) -> str:
+        """The item's compact wire JSON (what `parse_item` reads back)."""
+        return _canonical_json(self.wire_dict())
+
     def canonical_json(self) -> str:
         """The compact JSON the id hashes: wire form, fixed key order, `observed_at` left out."""
-        return _canonical_json(self.model_dump(mode="json", exclude=_CANONICAL_EXCLUDE))
+        return self._canonical_text(self.wire_dict(observed=False))
+
+    def _canonical_text(self, fields: dict[str, Any]) -> str:
+        return _canonical_json(fields)
+
+    def identified(self) -> tuple[ItemId, str]:
+        """`(fingerprint(), wire_json())` from one serialisation, for hosts that need both."""
+        fields = self.wire_dict()
+        wire = _canonical_json(fields)
+        fields["meta"].pop("observed_at", None)
+        return _digest(self._canonical_text(fields)), wire
 
     def canonical_bytes(self) -> bytes:
         return self.canonical_json().encode("utf-8")
 
     def fingerprint(self) -> ItemId:
         """The item's id: the first 20 bytes of the SHA-256 of `canonical_bytes()`, in hex."""
-        return hashlib.sha256(self.canonical_bytes()).hexdigest()[:40]
+        return _digest(self.canonical_json())
 
     def confidence_value(self) -> float | None:
         """A learning's confidence; None for other kinds."""
@@ -156,6 +188,16 @@ class Document(BaseItem):
         if not self.body.value.strip():
             raise InvalidRequestError("document body must not be empty")
 
+    def wire_dict(self, observed: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "document"}
+        if self.title is not None:
+            out["title"] = self.title
+        out["body"] = self.body.wire_dict()
+        if self.mime is not None:
+            out["mime"] = self.mime
+        out["meta"] = self.meta.wire_dict(observed)
+        return out
+
     def render_text(self) -> str:
         if self.title is not None and self.title.strip():
             return f"# {self.title}\n\n{self.body.value}"
@@ -176,6 +218,13 @@ class Conversation(BaseItem):
             raise InvalidRequestError("conversation must have at least one turn")
         if any(not turn.text.strip() for turn in self.turns):
             raise InvalidRequestError("conversation turns must not be empty")
+
+    def wire_dict(self, observed: bool = True) -> dict[str, Any]:
+        return {
+            "type": "conversation",
+            "turns": [turn.wire_dict() for turn in self.turns],
+            "meta": self.meta.wire_dict(observed),
+        }
 
     def render_text(self) -> str:
         return "\n".join(turn.render() for turn in self.turns)
@@ -206,10 +255,17 @@ class Learning(BaseItem):
     def confidence_value(self) -> float | None:
         return self.confidence
 
-    def canonical_json(self) -> str:
+    def wire_dict(self, observed: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "learning", "text": self.text, "kind": self.kind.value}
+        out["confidence"] = self.confidence
+        if self.evidence is not None:
+            out["evidence"] = self.evidence
+        out["meta"] = self.meta.wire_dict(observed)
+        return out
+
+    def _canonical_text(self, fields: dict[str, Any]) -> str:
         # The confidence is hashed in its float32 shortest form, which json.dumps cannot write.
-        fields = self.model_dump(mode="json", exclude=_CANONICAL_EXCLUDE)
-        fields["confidence"] = _Raw(format_f32(self.confidence))
+        fields = {**fields, "confidence": _Raw(format_f32(self.confidence))}
         parts = [f"{_canonical_json(key)}:{_canonical_fragment(value)}" for key, value in fields.items()]
         return "{" + ",".join(parts) + "}"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
-from engines.contract._wire import Instant, Text, WireModel
+from engines.contract._wire import Instant, Text, WireModel, format_instant
 from engines.contract.enums import ItemKind, SourceKind
 from engines.contract.namespace import Namespace, Reach
 
@@ -27,6 +27,9 @@ class SourceRef(WireModel):
 class ToolCallRef(WireModel):
     name: Text
     id: Text | None = None
+
+    def wire_dict(self) -> dict[str, Any]:
+        return {"name": self.name} if self.id is None else {"name": self.name, "id": self.id}
 
 
 class TurnRange(WireModel):
@@ -60,6 +63,32 @@ class MemoryMeta(WireModel):
 
     def _wire_omits(self, key: str) -> bool:
         return key == "namespace" and self.namespace.is_root
+
+    def wire_dict(self, observed: bool = True) -> dict[str, Any]:
+        """`model_dump(mode="json")` built by hand (ids hash it for every item, so speed matters);
+        without `observed_at` when `observed` is false. A property test keeps the two equal."""
+        out: dict[str, Any] = {} if self.namespace.is_root else {"namespace": str(self.namespace)}
+        for name in _OPTIONAL_TEXT_BEFORE_TURNS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.turns is not None:
+            out["turns"] = {"first": self.turns.first, "last": self.turns.last}
+        if self.agent_id is not None:
+            out["agent_id"] = self.agent_id
+        if self.tool_call is not None:
+            out["tool_call"] = self.tool_call.wire_dict()
+        source = self.source
+        out["source"] = (
+            {"kind": source.kind.value} if source.id is None else {"kind": source.kind.value, "id": source.id}
+        )
+        if self.tags:
+            out["tags"] = list(self.tags)
+        if observed and self.observed_at is not None:
+            out["observed_at"] = format_instant(self.observed_at)
+        if self.derive is not None:
+            out["derive"] = self.derive
+        return out
 
     @classmethod
     def from_source(cls, kind: SourceKind, id: str | None = None) -> MemoryMeta:
@@ -154,6 +183,7 @@ class MetaFilter(WireModel):
 
 
 _EMPTY_FILTER = MetaFilter()
+_OPTIONAL_TEXT_BEFORE_TURNS = ("workspace", "folder", "file_path", "language", "repo", "commit", "url", "thread_id")
 _EXACT_FIELDS = ("workspace", "language", "repo", "commit", "url")
 _PREFIX_FIELDS = ("folder", "file_path")
 

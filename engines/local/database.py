@@ -23,6 +23,8 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 60_000
 
 _PRAGMAS = (
+    # Only takes effect when the file is created; 16 KiB pages hold several 2 KB items each.
+    "PRAGMA page_size = 16384",
     "PRAGMA journal_mode = WAL",
     # NORMAL in WAL mode loses nothing when a process dies; only a power cut can drop the last commit.
     "PRAGMA synchronous = NORMAL",
@@ -71,36 +73,63 @@ def _translate(err: sqlite3.Error) -> Exception:
     return EngineError(f"local engine failed: {text}")
 
 
-class Database:
-    """A lazily opened connection and the one thread that uses it."""
+class _Lane:
+    """One connection and the one thread that uses it."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tm-local")
+    def __init__(self, path: Path, name: str) -> None:
+        self._path = path
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"tm-local-{name}")
         self._conn: sqlite3.Connection | None = None
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `work` on the engine's thread; SQLite failures become contract errors."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._call, work)
 
+    def run_now(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return self._executor.submit(self._call, work).result()
+
     def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
         if self._conn is None:
-            self._conn = connect(self.path)
+            self._conn = connect(self._path)
         try:
             return work(self._conn)
         except sqlite3.Error as err:
             raise _translate(err) from err
 
-    def open_now(self) -> None:
-        """Open the file on the calling thread's behalf, so configuration errors surface at once."""
-        self._executor.submit(self._call, lambda conn: None).result()
-
     def close(self) -> None:
-        def _close() -> None:
+        def _close(_: object) -> None:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
 
-        self._executor.submit(_close).result()
+        self._executor.submit(_close, None).result()
         self._executor.shutdown(wait=True)
+
+
+class Database:
+    """The memory file as two lanes: writes on one thread, reads on another.
+
+    WAL lets the reader run while a write is in progress, so a search (or the replay check of the
+    next batch) never waits behind a long write transaction of this process.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._writer = _Lane(path, "write")
+        self._reader = _Lane(path, "read")
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` on the writing thread; SQLite failures become contract errors."""
+        return await self._writer.run(work)
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run read-only `work` on the reading thread; it sees every committed write."""
+        return await self._reader.run(work)
+
+    def open_now(self) -> None:
+        """Open the file at once, so configuration errors surface now rather than at first use."""
+        self._writer.run_now(lambda conn: None)
+
+    def close(self) -> None:
+        self._writer.close()
+        self._reader.close()

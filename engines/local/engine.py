@@ -64,7 +64,7 @@ DESCRIPTOR = EngineDescriptor(
 )
 
 DEFAULT_PASSAGE_CHARS = 3000
-DEFAULT_MIN_SIMILARITY = 0.2
+DEFAULT_MIN_SIMILARITY = 0.15
 
 
 RANKING_BLOCK = 100
@@ -116,7 +116,7 @@ class LocalEngine(MemoryEngine):
 
     async def health(self) -> EngineHealth:
         try:
-            await self._db.run(lambda conn: conn.execute("SELECT count(*) FROM schema_version").fetchone())
+            await self._db.read(lambda conn: conn.execute("SELECT count(*) FROM schema_version").fetchone())
         except Error as err:
             return EngineHealth.down(str(err))
         return EngineHealth.ok()
@@ -132,12 +132,13 @@ class LocalEngine(MemoryEngine):
         return await self._store(items)
 
     async def _store(self, items: _Items) -> _Receipts:
-        ids = [item.fingerprint() for item in items]
-        held = await self._db.run(lambda conn: writes.held_ids(conn, self._tenant, ids))
+        identified = [item.identified() for item in items]
+        ids = [item_id for item_id, _ in identified]
+        held = await self._db.read(lambda conn: writes.held_ids(conn, self._tenant, ids))
         fresh: dict[ItemId, PreparedItem] = {}
-        for item_id, item in zip(ids, items, strict=True):
+        for (item_id, wire), item in zip(identified, items, strict=True):
             if item_id not in held and item_id not in fresh:
-                fresh[item_id] = prepare(self._tenant, item_id, item, self._passage_chars)
+                fresh[item_id] = prepare(self._tenant, item_id, item, wire, self._passage_chars)
         prepared = list(fresh.values())
         vectors = await self._embedder.embed([p.text for prep in prepared for p in prep.passages])
         inserted = await self._db.run(lambda conn: self._insert(conn, prepared, vectors))
@@ -151,7 +152,7 @@ class LocalEngine(MemoryEngine):
         if not prepared:
             return set()
         writes.check_embedder(conn, self._embedder.identity, str(self.path), record=True)
-        return writes.insert_items(conn, prepared, vectors)
+        return writes.insert_items(conn, self._tenant, prepared, vectors)
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
         target.check()
@@ -178,14 +179,14 @@ class LocalEngine(MemoryEngine):
         req.check()
         after = reads.list_after(req.cursor)
         where = filter_where(self._tenant, req.filter)
-        hits, cursor = await self._db.run(lambda conn: reads.list_page(conn, where, after, req.limit))
+        hits, cursor = await self._db.read(lambda conn: reads.list_page(conn, where, after, req.limit))
         return ListPage(items=hits, next_cursor=cursor)
 
     async def export(self, req: ListRequest) -> ExportPage:
         req.check()
         after = reads.list_after(req.cursor)
         where = filter_where(self._tenant, req.filter)
-        items, cursor = await self._db.run(lambda conn: reads.export_page(conn, where, after, req.limit))
+        items, cursor = await self._db.read(lambda conn: reads.export_page(conn, where, after, req.limit))
         return ExportPage(items=items, next_cursor=cursor)
 
     async def get(self, req: GetRequest) -> _Hits:
@@ -193,13 +194,13 @@ class LocalEngine(MemoryEngine):
         where = Where()
         where.add("i.tenant = ?", self._tenant)
         add_reach(where, req.reach)
-        found = await self._db.run(lambda conn: reads.get_hits(conn, where, req.ids))
+        found = await self._db.read(lambda conn: reads.get_hits(conn, where, req.ids))
         return in_request_order(req.ids, found)
 
     async def explore(self, req: ExploreRequest) -> ExplorePage:
         req.check()
         where = filter_where(self._tenant, req.filter)
-        return await self._db.run(lambda conn: reads.explore_counts(conn, where, req.facet, req.limit))
+        return await self._db.read(lambda conn: reads.explore_counts(conn, where, req.facet, req.limit))
 
     # -- ranked reads ---------------------------------------------------------------------------
 
@@ -236,7 +237,7 @@ class LocalEngine(MemoryEngine):
             ranked = self._rank(conn, where, query, mode, vector, window)
             return reads.ranked_hits(conn, ranked)
 
-        hits = await self._db.run(work)
+        hits = await self._db.read(work)
         return (refers_to.rank(hits) if refers_to is not None else hits)[:want]
 
     def _rank(

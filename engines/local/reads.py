@@ -132,10 +132,9 @@ def ranked_hits(conn: sqlite3.Connection, ranked: list[Ranked]) -> list[Hit]:
         return []
     marks = ",".join("?" * len(ranked))
     rows = conn.execute(
-        "SELECT p.rowid, i.id, i.body, p.page_first, p.page_last, p.section, t.text, "
+        "SELECT p.rowid, i.id, i.body, p.page_first, p.page_last, p.section, p.start, p.stop, "
         "(SELECT count(*) FROM passages q WHERE q.item_seq = i.seq) "
-        "FROM passages p JOIN items i ON i.seq = p.item_seq JOIN passage_text t ON t.rowid = p.rowid "
-        f"WHERE p.rowid IN ({marks})",
+        f"FROM passages p JOIN items i ON i.seq = p.item_seq WHERE p.rowid IN ({marks})",
         [r.passage for r in ranked],
     )
     by_passage = {row[0]: row[1:] for row in rows}
@@ -144,8 +143,8 @@ def ranked_hits(conn: sqlite3.Connection, ranked: list[Ranked]) -> list[Hit]:
         found = by_passage.get(rank.passage)
         if found is None:  # removed by another process since it was ranked
             continue
-        item_id, body, first, last, section, text, pieces = found
+        item_id, body, first, last, section, start, stop, pieces = found
         pages = (first, last) if first is not None else None
         tags = passage_tags(pages, section) if pieces > 1 else []
-        hits.append(ranked_hit(item_id, body, text, tags, rank.score))
+        hits.append(ranked_hit(item_id, body, (start, stop), tags, rank.score))
     return hits

@@ -30,6 +30,8 @@ class Passage:
 
     text: str
     piece: int
+    start: int
+    stop: int
     pages: tuple[int, int] | None
     section: str | None
 
@@ -45,17 +47,18 @@ class PreparedItem:
     passages: tuple[Passage, ...]
 
 
-def prepare(tenant: str, item_id: str, item: Item, passage_chars: int) -> PreparedItem:
+def prepare(tenant: str, item_id: str, item: Item, wire: str, passage_chars: int) -> PreparedItem:
+    """The rows of one item; `wire` is its wire JSON (`item.identified()` computes it with the id)."""
     return PreparedItem(
         id=item_id,
         item=item,
-        values=_values(tenant, item_id, item),
+        values=_values(tenant, item_id, item, wire),
         tags=tuple(dict.fromkeys(item.meta.tags)),
         passages=tuple(cut_passages(item, passage_chars)),
     )
 
 
-def _values(tenant: str, item_id: str, item: Item) -> tuple[SQLValue, ...]:
+def _values(tenant: str, item_id: str, item: Item, wire: str) -> tuple[SQLValue, ...]:
     meta = item.meta
     turns = meta.turns
     return (
@@ -80,23 +83,37 @@ def _values(tenant: str, item_id: str, item: Item) -> tuple[SQLValue, ...]:
         micros(meta.observed_at) if meta.observed_at else None,
         item.confidence_value(),
         item.title if isinstance(item, Document) else None,
-        item.model_dump_json(),
+        wire,
     )
 
 
-def cut_passages(item: Item, passage_chars: int) -> list[Passage]:
-    """The item's search passages. A document is cut at pages and headings; each passage reads as
-    the document would (title heading, then the piece), so a whole document's one passage is
-    exactly its `render_text()`."""
+def passage_source(item: Item) -> tuple[str, str]:
+    """What an item's passages are cut from, and the heading each passage starts with.
+
+    A document is cut from its body and every passage reads as the document would (title heading,
+    then the piece), so a whole document's one passage is exactly its `render_text()`. The search
+    index keeps no copy of the text: it is rebuilt from here to show a hit or to unindex it, so
+    this must stay a pure function of the stored item.
+    """
     if not isinstance(item, Document):
-        return _from_pieces(passages(item.render_text(), passage_chars), heading="")
+        return "", item.render_text()
     title = item.title
-    heading = f"# {title}\n\n" if title is not None and title.strip() else ""
-    return _from_pieces(passages(item.body.value, passage_chars), heading)
+    return (f"# {title}\n\n" if title is not None and title.strip() else ""), item.body.value
 
 
-def _from_pieces(pieces: list[Piece], heading: str) -> list[Passage]:
-    return [Passage(heading + p.text, index, p.pages, p.section) for index, p in enumerate(pieces)]
+def passage_text(item: Item, start: int, stop: int) -> str:
+    heading, source = passage_source(item)
+    return heading + source[start:stop]
+
+
+def cut_passages(item: Item, passage_chars: int) -> list[Passage]:
+    """The item's search passages, cut at pages and headings (documents) or turns (conversations)."""
+    heading, source = passage_source(item)
+    return [_passage(heading, index, piece) for index, piece in enumerate(passages(source, passage_chars))]
+
+
+def _passage(heading: str, index: int, piece: Piece) -> Passage:
+    return Passage(heading + piece.text, index, piece.start, piece.end, piece.pages, piece.section)
 
 
 def passage_tags(pages: tuple[int, int] | None, section: str | None) -> list[str]:
@@ -123,16 +140,17 @@ def exported(item_id: str, body: str) -> Exported:
     return Exported(id=item_id, item=decode_item(body))
 
 
-def ranked_hit(item_id: str, body: str, passage_text: str, tags: list[str], score: float) -> Hit:
+def ranked_hit(item_id: str, body: str, span: tuple[int, int], tags: list[str], score: float) -> Hit:
     """A ranked read's hit: the item's metadata with its best passage as text."""
     item = decode_item(body)
+    text = passage_text(item, *span)
     meta: MemoryMeta = item.meta
     if tags:
         meta = meta.model_copy(update={"tags": [*meta.tags, *tags]})
     return Hit(
         id=item_id,
         kind=item.item_kind,
-        text=passage_text,
+        text=text,
         meta=meta,
         score=score,
         confidence=item.confidence_value() if item.item_kind is ItemKind.LEARNING else None,

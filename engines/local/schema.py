@@ -2,8 +2,8 @@
 
 One file holds every tenant's items. `items` keeps each item whole (its wire JSON) beside one
 column per filterable metadata field, so filters, reach and facets run in SQL. `passages` cuts
-each item into searchable pieces; `passage_text` is their FTS5 index (BM25) and `passages.vector`
-their float32 embedding.
+each item into searchable pieces; `passage_text` is their FTS5 index (BM25, contentless) and
+`passages.vector` their float32 embedding.
 """
 
 from __future__ import annotations
@@ -58,9 +58,11 @@ CREATE INDEX item_tags_tag ON item_tags (tag, item_seq);
 CREATE INDEX item_tags_item ON item_tags (item_seq);
 
 CREATE TABLE passages (
-    rowid       INTEGER PRIMARY KEY,
+    rowid       INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: vector copies load rows above a mark
     item_seq    INTEGER NOT NULL REFERENCES items (seq) ON DELETE CASCADE,
     piece       INTEGER NOT NULL,            -- the passage's index within its item
+    start       INTEGER NOT NULL,            -- the passage's span in its item's source text
+    stop        INTEGER NOT NULL,            --   (rows.passage_source), heading excluded
     page_first  INTEGER,
     page_last   INTEGER,
     section     TEXT,
@@ -68,7 +70,8 @@ CREATE TABLE passages (
 );
 CREATE INDEX passages_item ON passages (item_seq);
 
-CREATE VIRTUAL TABLE passage_text USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2');
+-- Contentless: the text is rebuilt from the item when shown or unindexed, never stored twice.
+CREATE VIRTUAL TABLE passage_text USING fts5 (text, content = '', tokenize = 'unicode61 remove_diacritics 2');
 
 CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """

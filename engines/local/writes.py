@@ -5,20 +5,31 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from engines.contract import ConfigError, ItemId
+from engines.contract import ConfigError, Item, ItemId
 from engines.local.database import write_transaction
 from engines.local.embed import Vectors
-from engines.local.rows import ITEM_COLUMNS, ITEM_MARKS, PreparedItem
+from engines.local.rows import ITEM_COLUMNS, ITEM_MARKS, PreparedItem, decode_item, passage_text
 from engines.local.vectors import bump_deletions
 from engines.local.where import Where
 
 EMBEDDER_KEY = "embedder"
 _CHUNK = 500  # ids per IN (...) list, well under SQLite's bound on parameters
 
-_INSERT_ITEM = f"INSERT INTO items ({ITEM_COLUMNS}) VALUES ({ITEM_MARKS}) ON CONFLICT (tenant, id) DO NOTHING"
+_INSERT_ITEM = f"INSERT INTO items (seq, {ITEM_COLUMNS}) VALUES (?, {ITEM_MARKS})"
 _INSERT_PASSAGE = (
-    "INSERT INTO passages (item_seq, piece, page_first, page_last, section, vector) VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO passages (rowid, item_seq, piece, start, stop, page_first, page_last, section, vector) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+_UNINDEX = "INSERT INTO passage_text (passage_text, rowid, text) VALUES ('delete', ?, ?)"
+
+
+def _indexed_texts(rows: Iterable[tuple[int, int, int, str]]) -> Iterator[tuple[int, str]]:
+    items: dict[str, Item] = {}
+    for rowid, start, stop, body in rows:
+        item = items.get(body) or items.setdefault(body, decode_item(body))
+        yield rowid, passage_text(item, start, stop)
 
 
 def chunks(values: list[int] | list[str], size: int = _CHUNK) -> Iterator[list[int] | list[str]]:
@@ -49,27 +60,47 @@ def held_ids(conn: sqlite3.Connection, tenant: str, ids: Iterable[ItemId]) -> se
     return held
 
 
-def insert_items(conn: sqlite3.Connection, prepared: list[PreparedItem], vectors: Vectors) -> set[ItemId]:
+def insert_items(conn: sqlite3.Connection, tenant: str, prepared: list[PreparedItem], vectors: Vectors) -> set[ItemId]:
     """Insert the items in one transaction; returns the ids actually inserted (the rest were held,
-    perhaps written by another process since they were looked up)."""
-    inserted: set[ItemId] = set()
-    row = 0
+    perhaps written by another process since they were looked up).
+
+    Rows are numbered here and written with one `executemany` per table: the write lock is held,
+    so no other writer can take those numbers, and few Python-to-SQLite round trips let the
+    caller's thread work while SQLite does.
+    """
     with write_transaction(conn):
+        held = held_ids(conn, tenant, (p.id for p in prepared))
+        seq, rowid = _next(conn, "items"), _next(conn, "passages")
+        inserted: set[ItemId] = set()
+        items, tags, passages, texts = [], [], [], []
+        row = 0
         for prep in prepared:
-            cursor = conn.execute(_INSERT_ITEM, prep.values)
-            if cursor.rowcount == 0:
+            if prep.id in held:
                 row += len(prep.passages)
                 continue
-            seq = cursor.lastrowid
+            held.add(prep.id)
             inserted.add(prep.id)
-            conn.executemany("INSERT INTO item_tags (item_seq, tag) VALUES (?, ?)", [(seq, t) for t in prep.tags])
+            items.append((seq, *prep.values))
+            tags.extend((seq, tag) for tag in prep.tags)
             for passage in prep.passages:
                 pages = passage.pages or (None, None)
-                values = (seq, passage.piece, *pages, passage.section, vectors[row].tobytes())
-                rowid = conn.execute(_INSERT_PASSAGE, values).lastrowid
-                conn.execute("INSERT INTO passage_text (rowid, text) VALUES (?, ?)", (rowid, passage.text))
+                span = (passage.start, passage.stop)
+                passages.append((rowid, seq, passage.piece, *span, *pages, passage.section, vectors[row].tobytes()))
+                texts.append((rowid, passage.text))
+                rowid += 1
                 row += 1
+            seq += 1
+        conn.executemany(_INSERT_ITEM, items)
+        conn.executemany("INSERT INTO item_tags (item_seq, tag) VALUES (?, ?)", tags)
+        conn.executemany(_INSERT_PASSAGE, passages)
+        conn.executemany("INSERT INTO passage_text (rowid, text) VALUES (?, ?)", texts)
     return inserted
+
+
+def _next(conn: sqlite3.Connection, table: str) -> int:
+    """The next number of an AUTOINCREMENT table: never one used before, even by a removed row."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+    return (int(row[0]) if row else 0) + 1
 
 
 def delete_where(conn: sqlite3.Connection, where: Where) -> list[tuple[str, str]]:
@@ -97,10 +128,12 @@ def _delete_seqs(conn: sqlite3.Connection, seqs: list[int]) -> None:
         return
     for chunk in chunks(seqs):
         marks = ",".join("?" * len(chunk))
-        # FTS5 rows are not covered by the foreign keys' cascade, so they go first, explicitly.
-        conn.execute(
-            f"DELETE FROM passage_text WHERE rowid IN (SELECT rowid FROM passages WHERE item_seq IN ({marks}))",
+        # The contentless index forgets a row only when told the exact text it indexed.
+        rows = conn.execute(
+            "SELECT p.rowid, p.start, p.stop, i.body FROM passages p JOIN items i ON i.seq = p.item_seq "
+            f"WHERE p.item_seq IN ({marks})",
             chunk,
         )
+        conn.executemany(_UNINDEX, list(_indexed_texts(rows)))
         conn.execute(f"DELETE FROM items WHERE seq IN ({marks})", chunk)
     bump_deletions(conn)

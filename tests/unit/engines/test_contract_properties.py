@@ -254,3 +254,19 @@ def test_admits_never_enters_a_sandbox_below_at_without_being_inside_it(reach: R
     below = ns.segments[reach.at.depth :] if ns.is_within(reach.at) else ()
     if ns != reach.at and any(s.kind is SegmentKind.SERVICE for s in below):
         assert not reach.admits(ns)
+
+
+@given(items)
+def test_hand_built_wire_dict_equals_pydantic_dump(item: Document | Conversation | Learning) -> None:
+    dumped = item.model_dump(mode="json")
+    assert item.wire_dict() == dumped
+    assert list(item.wire_dict()) == list(dumped)
+    assert list(item.wire_dict()["meta"]) == list(dumped["meta"])
+    dumped["meta"].pop("observed_at", None)
+    assert item.wire_dict(observed=False) == dumped
+    assert parse_item(item.wire_json()) == item
+
+
+@given(items)
+def test_identified_is_the_fingerprint_and_the_wire_json(item: Document | Conversation | Learning) -> None:
+    assert item.identified() == (item.fingerprint(), item.wire_json())

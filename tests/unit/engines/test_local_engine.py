@@ -183,19 +183,27 @@ async def test_erase_counts_node_kind_pairs_and_reaches_sandboxes(engine: LocalE
 
 
 async def test_forget_removes_passages_from_every_index(engine: LocalEngine, tmp_path: Path) -> None:
-    receipt = await engine.store(Document.from_text("ephemeral ichthyosaur note"))
+    title = "Fossils"
+    body = "ephemeral ichthyosaur note\f" + "page two mentions ichthyosaur again " * 200
+    kept = await engine.store(Document.from_text("a plesiosaur stays", title=title))
+    receipt = await engine.store(Document.from_text(body, title=title, meta=MemoryMeta(tags=["gone"])))
     for mode in FetchMode:
         assert (await engine.fetch(FetchRequest(query="ichthyosaur", mode=mode, limit=3))).hits
     assert (await engine.forget(ForgetTarget.by_ids([receipt.id, receipt.id]))).forgotten == 1
     for mode in FetchMode:
         assert (await engine.fetch(FetchRequest(query="ichthyosaur", mode=mode, limit=3))).hits == []
     conn = sqlite3.connect(tmp_path / "memory.sqlite3")
+    # The index keeps no text, so it must have been told exactly what it indexed: no posting is left.
+    assert conn.execute("SELECT rowid FROM passage_text WHERE passage_text MATCH 'ichthyosaur'").fetchall() == []
+    assert conn.execute("SELECT count(*) FROM passage_text WHERE passage_text MATCH 'fossils'").fetchone() == (1,)
     counts = [
-        conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        for table in ("items", "passages", "passage_text", "item_tags")
+        conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("items", "passages", "item_tags")
     ]
     conn.close()
-    assert counts == [0, 0, 0, 0]
+    assert counts == [1, 1, 0]
+    assert [
+        h.id for h in (await engine.fetch(FetchRequest(query="plesiosaur", mode=FetchMode.KEYWORD, limit=3))).hits
+    ] == [kept.id]
 
 
 async def test_another_engine_on_the_file_sees_writes_and_deletions(engine: LocalEngine, tmp_path: Path) -> None:
@@ -208,6 +216,10 @@ async def test_another_engine_on_the_file_sees_writes_and_deletions(engine: Loca
         ] == [receipt.id]
         await engine.forget(ForgetTarget.by_ids([receipt.id]))
         assert (await other.fetch(FetchRequest(query="mammoth", mode=FetchMode.VECTOR, limit=3))).hits == []
+        # A passage written after a removal gets a new number, so the other copy still loads it.
+        again = await engine.store(Document.from_text("woolly mammoths again"))
+        found = await other.fetch(FetchRequest(query="mammoth", mode=FetchMode.VECTOR, limit=3))
+        assert [h.id for h in found.hits] == [again.id]
     finally:
         other.close()
 
