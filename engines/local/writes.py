@@ -10,7 +10,7 @@ from engines.local.database import write_transaction
 from engines.local.embed import Vectors
 from engines.local.rows import ITEM_COLUMNS, ITEM_MARKS, PreparedItem, decode_item, passage_text
 from engines.local.vectors import bump_deletions
-from engines.local.where import Where
+from engines.local.where import SQLValue, Where
 
 EMBEDDER_KEY = "embedder"
 _CHUNK = 500  # ids per IN (...) list, well under SQLite's bound on parameters
@@ -72,7 +72,10 @@ def insert_items(conn: sqlite3.Connection, tenant: str, prepared: list[PreparedI
         held = held_ids(conn, tenant, (p.id for p in prepared))
         seq, rowid = _next(conn, "items"), _next(conn, "passages")
         inserted: set[ItemId] = set()
-        items, tags, passages, texts = [], [], [], []
+        items: list[tuple[SQLValue, ...]] = []
+        tags: list[tuple[int, str]] = []
+        passages: list[tuple[SQLValue, ...]] = []
+        texts: list[tuple[int, str]] = []
         row = 0
         for prep in prepared:
             if prep.id in held:
