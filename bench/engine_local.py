@@ -2,8 +2,11 @@
 
     .venv/bin/python bench/engine_local.py [--items 50000] [--queries 200] [--dir DIR]
 
-Documents are generated (about 2 KB of English-like text from a Zipf-distributed vocabulary),
-stored in batches of 100, then queried with 2-3 word queries drawn from the same vocabulary.
+Documents are generated (about 2 KB of text from a Zipf-distributed vocabulary of made-up words),
+stored in batches of 100 one call at a time, then queried with three words drawn from a random
+stored document; "source doc in top 10" is how often that document is among the first ten hits.
+The made-up words share letters heavily, which is hard on the lexical hashing embedder: vector
+figures here are a floor, not what English text gets.
 Targets on a 2-core machine: store_many >= 5,000 items/s; keyword p95 <= 30 ms; hybrid p95 <= 100 ms.
 """
 
@@ -43,30 +46,28 @@ def documents(count: int, words: list[str], rng: random.Random) -> list[Document
     return docs
 
 
-async def store_all(engine: LocalEngine, docs: list[Document], in_flight: int = 1) -> float:
-    """Store in batches of 100 with up to `in_flight` calls outstanding, as the pipeline's batcher does:
-    one batch is prepared and embedded while the previous one is written."""
-    started = time.perf_counter()
-    pending: set[asyncio.Task[object]] = set()
+async def store_all(engine: LocalEngine, docs: list[Document]) -> list[float]:
+    """Store in batches of 100, one call at a time; the seconds of each tenth of the documents."""
+    tenth = max(len(docs) // 10, 100)
+    times, started = [], time.perf_counter()
     for start in range(0, len(docs), 100):
-        if len(pending) >= in_flight:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                task.result()
-        pending.add(asyncio.create_task(engine.store_many(docs[start : start + 100])))
-    for task in pending:
-        await task
-    return time.perf_counter() - started
-
-
-async def latencies(engine: LocalEngine, mode: FetchMode, queries: list[str]) -> list[float]:
-    await engine.fetch(FetchRequest(query=queries[0], mode=mode, limit=10))  # warm caches
-    times = []
-    for query in queries:
-        started = time.perf_counter()
-        await engine.fetch(FetchRequest(query=query, mode=mode, limit=10))
-        times.append((time.perf_counter() - started) * 1000)
+        await engine.store_many(docs[start : start + 100])
+        if (start + 100) % tenth == 0:
+            times.append(time.perf_counter() - started)
+            started = time.perf_counter()
     return times
+
+
+async def measure(engine: LocalEngine, mode: FetchMode, queries: list[tuple[str, str]]) -> tuple[list[float], float]:
+    """Latencies in ms, and the share of queries whose source document is in the top 10."""
+    await engine.fetch(FetchRequest(query=queries[0][0], mode=mode, limit=10))  # warm caches
+    times, found = [], 0
+    for query, source_id in queries:
+        started = time.perf_counter()
+        page = await engine.fetch(FetchRequest(query=query, mode=mode, limit=10))
+        times.append((time.perf_counter() - started) * 1000)
+        found += any(hit.id == source_id for hit in page.hits)
+    return times, found / len(queries)
 
 
 def p95(values: list[float]) -> float:
@@ -86,19 +87,25 @@ async def main() -> None:
     folder = args.dir or Path(tempfile.mkdtemp(prefix="tm-bench-"))
     path = folder / "bench.sqlite3"
     engine = LocalEngine(path)
-    half = len(docs) // 10
-    elapsed = await store_all(engine, docs[:half])
-    print(f"store_many, one call at a time: {half / elapsed:,.0f} items/s over {half:,} items")
-    elapsed = await store_all(engine, docs[half:], in_flight=2)
-    rate = (len(docs) - half) / elapsed
-    print(f"store_many, two calls in flight: {rate:,.0f} items/s ({elapsed:.1f} s)  "
-          f"target >= {TARGET_STORE_PER_S:,}  ratio {rate / TARGET_STORE_PER_S:.2f}")
-    queries = [" ".join(rng.sample(words[:3000], rng.randint(2, 3))) for _ in range(args.queries)]
+    tenths = await store_all(engine, docs)
+    elapsed = sum(tenths)
+    rate = args.items / elapsed
+    last = args.items / 10 / tenths[-1]
+    print(
+        f"store_many: {rate:,.0f} items/s overall ({elapsed:.1f} s), {last:,.0f} items/s for the last tenth  "
+        f"target >= {TARGET_STORE_PER_S:,}  ratio {rate / TARGET_STORE_PER_S:.2f}"
+    )
+    queries = []
+    for doc in rng.sample(docs, args.queries):
+        words_of_doc = (doc.body.text or "").split()
+        queries.append((" ".join(rng.sample(words_of_doc, 3)), doc.fingerprint()))
     for mode in FetchMode:
-        times = await latencies(engine, mode, queries)
+        times, recall = await measure(engine, mode, queries)
         target = TARGET_P95_MS[mode]
-        print(f"fetch {mode.value:8s} p50 {statistics.median(times):6.1f} ms  p95 {p95(times):6.1f} ms  "
-              f"target p95 <= {target:.0f} ms  ratio {p95(times) / target:.2f}")
+        print(
+            f"fetch {mode.value:8s} p50 {statistics.median(times):6.1f} ms  p95 {p95(times):6.1f} ms  "
+            f"target p95 <= {target:.0f} ms  ratio {p95(times) / target:.2f}  source doc in top 10: {recall:.0%}"
+        )
     engine.close()
     size = sum(p.stat().st_size for p in folder.glob("bench.sqlite3*"))
     print(f"file size: {size / 2**20:,.1f} MiB ({size / args.items:,.0f} bytes per item) at {path}")

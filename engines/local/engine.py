@@ -208,10 +208,9 @@ class LocalEngine(MemoryEngine):
         req.check()
         DESCRIPTOR.ensure_mode(req.mode)
         offset = reads.fetch_offset(req.cursor)
-        hits = await self._ranked(req.query, req.mode, req.filter, offset + req.limit + 1, req.refers_to)
-        page = hits[offset : offset + req.limit]
-        more = len(hits) > offset + req.limit
-        return FetchPage(hits=page, next_cursor=reads.fetch_cursor(offset + req.limit) if more else None)
+        hits = await self._ranked(req.query, req.mode, req.filter, offset + req.limit + 1, req.refers_to, offset)
+        more = len(hits) > req.limit
+        return FetchPage(hits=hits[: req.limit], next_cursor=reads.fetch_cursor(offset + req.limit) if more else None)
 
     async def recall(self, req: RecallRequest) -> RecallAnswer:
         req.check()
@@ -227,18 +226,27 @@ class LocalEngine(MemoryEngine):
         return answer.model_copy(update={"answer": text, "model": self._chat.model})
 
     async def _ranked(
-        self, query: str, mode: FetchMode, filter: MetaFilter, want: int, refers_to: TimeHint | None
+        self,
+        query: str,
+        mode: FetchMode,
+        filter: MetaFilter,
+        want: int,
+        refers_to: TimeHint | None,
+        skip: int = 0,
     ) -> _Hits:
+        """Hits ranked `skip` to `want` (exclusive); only those are read back from the file."""
         where = filter_where(self._tenant, filter)
         window = ranking_window(want * 4 if refers_to is not None else want)
         vector = None if mode is FetchMode.KEYWORD else (await self._embedder.embed([query]))[0]
 
         def work(conn: sqlite3.Connection) -> _Hits:
             ranked = self._rank(conn, where, query, mode, vector, window)
-            return reads.ranked_hits(conn, ranked)
+            if refers_to is None:
+                return reads.ranked_hits(conn, ranked[skip:want])
+            # The hint reorders by observation day, which only the read-back hits know.
+            return refers_to.rank(reads.ranked_hits(conn, ranked))[skip:want]
 
-        hits = await self._db.read(work)
-        return (refers_to.rank(hits) if refers_to is not None else hits)[:want]
+        return await self._db.read(work)
 
     def _rank(
         self,

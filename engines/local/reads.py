@@ -134,7 +134,7 @@ def ranked_hits(conn: sqlite3.Connection, ranked: list[Ranked]) -> list[Hit]:
     rows = conn.execute(
         "SELECT p.rowid, i.id, i.body, p.page_first, p.page_last, p.section, p.start, p.stop, "
         "(SELECT count(*) FROM passages q WHERE q.item_seq = i.seq) "
-        f"FROM passages p JOIN items i ON i.seq = p.item_seq WHERE p.rowid IN ({marks})",
+        f"FROM passages p CROSS JOIN items i ON i.seq = p.item_seq WHERE p.rowid IN ({marks})",
         [r.passage for r in ranked],
     )
     by_passage = {row[0]: row[1:] for row in rows}

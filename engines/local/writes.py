@@ -133,7 +133,7 @@ def _delete_seqs(conn: sqlite3.Connection, seqs: list[int]) -> None:
         marks = ",".join("?" * len(chunk))
         # The contentless index forgets a row only when told the exact text it indexed.
         rows = conn.execute(
-            "SELECT p.rowid, p.start, p.stop, i.body FROM passages p JOIN items i ON i.seq = p.item_seq "
+            "SELECT p.rowid, p.start, p.stop, i.body FROM passages p CROSS JOIN items i ON i.seq = p.item_seq "
             f"WHERE p.item_seq IN ({marks})",
             chunk,
         )

@@ -288,3 +288,22 @@ async def test_hashing_embedder_is_deterministic_and_unit_length() -> None:
     assert float(a[0] @ a[2]) > 0.5
     with pytest.raises(ValueError, match="power of two"):
         HashingEmbedder(100)
+
+
+@pytest.mark.parametrize("rounds", [1, 4])
+@pytest.mark.parametrize("mode", list(FetchMode))
+async def test_a_selective_filter_finds_its_item_among_thousands_of_matches(
+    engine: LocalEngine, mode: FetchMode, rounds: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With one round of ranking before filtering, the filtered-first fallback has to find it.
+    monkeypatch.setattr("engines.local.search._CHECK_ROUNDS", rounds)
+    crowd = [Document.from_text(f"common words shared by everybody, number {n}") for n in range(2_400)]
+    for start in range(0, len(crowd), 100):
+        await engine.store_many(crowd[start : start + 100])
+    target = await engine.store(
+        Document.from_text("common words shared by everybody, and one more", meta=MemoryMeta(workspace="rare"))
+    )
+    page = await engine.fetch(
+        FetchRequest(query="common words shared", mode=mode, limit=5, filter=MetaFilter(workspace="rare"))
+    )
+    assert [hit.id for hit in page.hits] == [target.id]
