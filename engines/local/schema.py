@@ -72,6 +72,7 @@ CREATE INDEX passages_item ON passages (item_seq);
 
 -- Contentless: the text is rebuilt from the item when shown or unindexed, never stored twice.
 CREATE VIRTUAL TABLE passage_text USING fts5 (text, content = '', tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE passage_vocab USING fts5vocab (passage_text, 'row');
 
 CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """

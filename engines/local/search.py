@@ -24,6 +24,7 @@ RRF_K = 60
 _WORD = re.compile(r"\w+")
 _CHECK_CHUNK = 512
 _CHECK_ROUNDS = 4
+_PRUNE_FROM_PASSAGES = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,15 +34,38 @@ class Ranked:
     score: float
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 query matching any word of `text` (each quoted, so no word is read as syntax)."""
-    words = dict.fromkeys(w for w in _WORD.findall(text.lower()) if w.strip("_"))
+def query_words(text: str) -> list[str]:
+    """The distinct words of a query, lowercased, as the index's tokenizer splits them."""
+    return list(dict.fromkeys(w for w in _WORD.findall(text.lower().replace("_", " "))))
+
+
+def fts_query(words: list[str]) -> str | None:
+    """An FTS5 query matching any of `words` (each quoted, so no word is read as syntax)."""
     return " OR ".join(f'"{w}"' for w in words) or None
+
+
+def informative_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
+    """The words worth searching for: those in at most half of the passages.
+
+    BM25 gives a word in half the passages or more an inverse document frequency of about zero, so
+    it cannot change the ranking, yet scoring its postings is most of the cost of a query ("the",
+    "how"). The rarest word is always kept, so a query of common words still finds something. A
+    small file is cheap to search whole, and there one shared word is often all a passage has.
+    """
+    if len(words) < 2:
+        return words
+    total = conn.execute("SELECT count(*) FROM passages").fetchone()[0]
+    if total < _PRUNE_FROM_PASSAGES:
+        return words
+    marks = ",".join("?" * len(words))
+    frequency = dict(conn.execute(f"SELECT term, doc FROM passage_vocab WHERE term IN ({marks})", words).fetchall())
+    kept = [w for w in words if frequency.get(w, 0) * 2 <= total]
+    return kept or [min(words, key=lambda w: frequency.get(w, 0))]
 
 
 def keyword_ranking(conn: sqlite3.Connection, where: Where, query: str, want: int) -> list[Ranked]:
     """Items whose passages match a word of `query`, by their best passage's BM25."""
-    match = fts_query(query)
+    match = fts_query(informative_words(conn, query_words(query)))
     if match is None:
         return []
     limit = max(want * 3, 100)

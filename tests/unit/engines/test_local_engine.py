@@ -307,3 +307,15 @@ async def test_a_selective_filter_finds_its_item_among_thousands_of_matches(
         FetchRequest(query="common words shared", mode=mode, limit=5, filter=MetaFilter(workspace="rare"))
     )
     assert [hit.id for hit in page.hits] == [target.id]
+
+
+async def test_words_in_most_passages_are_not_searched_in_a_large_file(engine: LocalEngine) -> None:
+    crowd = [Document.from_text(f"the common crowd, note {n}") for n in range(2_100)]
+    for start in range(0, len(crowd), 100):
+        await engine.store_many(crowd[start : start + 100])
+    rare = await engine.store(Document.from_text("the one about narwhals"))
+    page = await engine.fetch(FetchRequest(query="the narwhals", mode=FetchMode.KEYWORD, limit=5))
+    # "the" is in every passage: it could not rank anything, so only "narwhals" is searched.
+    assert [hit.id for hit in page.hits] == [rare.id]
+    common_only = await engine.fetch(FetchRequest(query="the common", mode=FetchMode.KEYWORD, limit=3))
+    assert len(common_only.hits) == 3  # the rarer of two common words is still searched
