@@ -14,6 +14,7 @@ from engines.local.where import SQLValue, Where
 
 EMBEDDER_KEY = "embedder"
 _CHUNK = 500  # ids per IN (...) list, well under SQLite's bound on parameters
+_ANALYZE_FROM_ITEMS = 1_000
 
 _INSERT_ITEM = f"INSERT INTO items (seq, {ITEM_COLUMNS}) VALUES (?, {ITEM_MARKS})"
 _INSERT_PASSAGE = (
@@ -97,7 +98,27 @@ def insert_items(conn: sqlite3.Connection, tenant: str, prepared: list[PreparedI
         conn.executemany("INSERT INTO item_tags (item_seq, tag) VALUES (?, ?)", tags)
         conn.executemany(_INSERT_PASSAGE, passages)
         conn.executemany("INSERT INTO passage_text (rowid, text) VALUES (?, ?)", texts)
+    refresh_statistics(conn, seq - 1)
     return inserted
+
+
+ANALYZED_KEY = "analyzed_at_seq"
+
+
+def refresh_statistics(conn: sqlite3.Connection, last_seq: int) -> None:
+    """Re-measure the tables for SQLite's planner each time the store has doubled.
+
+    Without statistics SQLite guesses, and guessed wrong at 50,000 items: an unfiltered listing
+    walked a whole index and sorted it (17 ms a page instead of 0.5 ms). A sampled ANALYZE costs
+    about 20 ms there, so doing it at every doubling is free in the long run.
+    """
+    row = conn.execute("SELECT value FROM settings WHERE key = ?", (ANALYZED_KEY,)).fetchone()
+    analyzed = int(row[0]) if row else 0
+    if last_seq < max(2 * analyzed, _ANALYZE_FROM_ITEMS):
+        return
+    conn.execute("PRAGMA analysis_limit = 10000")
+    conn.execute("ANALYZE")
+    conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (ANALYZED_KEY, str(last_seq)))
 
 
 def _next(conn: sqlite3.Connection, table: str) -> int:

@@ -319,3 +319,22 @@ async def test_words_in_most_passages_are_not_searched_in_a_large_file(engine: L
     assert [hit.id for hit in page.hits] == [rare.id]
     common_only = await engine.fetch(FetchRequest(query="the common", mode=FetchMode.KEYWORD, limit=3))
     assert len(common_only.hits) == 3  # the rarer of two common words is still searched
+
+
+async def test_planner_statistics_are_refreshed_as_the_store_grows(engine: LocalEngine, tmp_path: Path) -> None:
+    def analyzed() -> list[tuple[str, str]]:
+        conn = sqlite3.connect(tmp_path / "memory.sqlite3")
+        try:
+            return conn.execute("SELECT tbl, idx FROM sqlite_stat1 WHERE tbl = 'items'").fetchall()
+        except sqlite3.OperationalError:  # no statistics table yet
+            return []
+        finally:
+            conn.close()
+
+    batch = [Document.from_text(f"note {n}", meta=MemoryMeta(folder=f"/f/{n % 7}")) for n in range(100)]
+    for round_ in range(9):
+        await engine.store_many([d.model_copy(update={"title": str(round_)}) for d in batch])
+    assert analyzed() == []
+    for round_ in range(9, 11):
+        await engine.store_many([d.model_copy(update={"title": str(round_)}) for d in batch])
+    assert ("items", "items_folder") in analyzed()
