@@ -1,0 +1,180 @@
+"""Reading one local file below a root without following links, escaping the root, or reading past a cap.
+
+Folder and file sources both read through here. The id is checked lexically, then by `realpath` (spec §3
+containment), then every component is opened relative to its parent with `O_NOFOLLOW`, so a directory swapped for
+a link between the check and the open still cannot lead outside. Only regular files are opened, and with
+`O_NONBLOCK`, so a FIFO or a device put in a file's place cannot hang or disturb the reader.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from engines.contract import EngineError, InvalidRequestError, NotFoundError
+
+KIB: Final = 1024
+MIB: Final = 1024 * 1024
+GIB: Final = 1024 * MIB
+_READ_CHUNK: Final = MIB
+
+PATH_TRAVERSAL: Final = "path traversal denied"
+REASON_SYMLINK: Final = "symbolic link (not followed)"
+
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+_FILE_TYPES: Final = (
+    (stat.S_ISDIR, "directory"),
+    (stat.S_ISFIFO, "fifo"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+)
+
+
+def format_size(size: int) -> str:
+    """A size as a person reads it: `1.0 GiB`, `12.0 MiB`, `3.5 KiB`, `17 bytes`."""
+    if size >= GIB:
+        return f"{size / GIB:.1f} GiB"
+    if size >= MIB:
+        return f"{size / MIB:.1f} MiB"
+    if size >= KIB:
+        return f"{size / KIB:.1f} KiB"
+    return f"{size} bytes"
+
+
+def format_limit(limit: int) -> str:
+    """A limit without a spurious decimal: `10 MiB`, `64 KiB`, `100 bytes`."""
+    for unit, name in ((MIB, "MiB"), (KIB, "KiB")):
+        if limit >= unit and limit % unit == 0:
+            return f"{limit // unit} {name}"
+    return f"{limit} bytes"
+
+
+def over_cap_reason(size: int, cap: int) -> str:
+    return f"{format_size(size)} is over the {format_limit(cap)} file limit"
+
+
+def refusal(st: os.stat_result, cap: int) -> str | None:
+    """Why a file with this `lstat` result is not offered, or None when it is a regular file under the cap."""
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        return REASON_SYMLINK
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _FILE_TYPES if test(mode)), "special file")
+        return f"not a regular file ({kind})"
+    return over_cap_reason(st.st_size, cap) if st.st_size > cap else None
+
+
+def id_parts(unit_id: str) -> list[str]:
+    """The components of a relative, `/`-separated id; anything that could climb out is a path escape."""
+    if unit_id.startswith("/") or ".." in unit_id.split("/"):
+        raise InvalidRequestError(PATH_TRAVERSAL)
+    parts = unit_id.split("/")
+    if "\x00" in unit_id or any(part in ("", ".") for part in parts):
+        raise InvalidRequestError(f"invalid unit id {unit_id!r}: expected a relative path like 'notes/a.md'")
+    return parts
+
+
+def check_contained(root_real: str, unit_id: str) -> None:
+    """Spec §3 containment by `realpath`, and no link anywhere below the root (links are never followed)."""
+    joined = f"{root_real.rstrip('/')}/{unit_id}"
+    target = os.path.realpath(joined)
+    if target != root_real and not target.startswith(root_real.rstrip("/") + "/"):
+        raise InvalidRequestError(PATH_TRAVERSAL)
+    if target != joined:
+        raise InvalidRequestError(f"cannot read '{unit_id}': {REASON_SYMLINK}")
+
+
+def stat_beneath(root: str, unit_id: str, cap: int) -> os.stat_result:
+    """The `lstat` of `root/unit_id` after every check `read_beneath` makes, short of reading."""
+    root_real, parts = _checked(root, unit_id)
+    try:
+        with _parent_dir(root_real, parts) as dir_fd:
+            st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+    except OSError as exc:
+        raise _translated(exc, root, unit_id) from exc
+    _refuse(st, cap, unit_id)
+    return st
+
+
+def read_beneath(root: str, unit_id: str, cap: int) -> bytes:
+    """The bytes of regular file `root/unit_id`, refusing it when it is over `cap` now (it may have grown).
+
+    At most `cap + 1` bytes are ever read, so a file that grows (or a sparse file) cannot exhaust memory.
+    """
+    root_real, parts = _checked(root, unit_id)
+    try:
+        with _parent_dir(root_real, parts) as dir_fd:
+            return _read_file(dir_fd, parts[-1], cap, unit_id)
+    except OSError as exc:
+        raise _translated(exc, root, unit_id) from exc
+
+
+def _checked(root: str, unit_id: str) -> tuple[str, list[str]]:
+    parts = id_parts(unit_id)
+    root_real = os.path.realpath(root)
+    check_contained(root_real, unit_id)
+    return root_real, parts
+
+
+@contextmanager
+def _parent_dir(root_real: str, parts: list[str]) -> Iterator[int]:
+    """A descriptor of the id's parent folder, reached one component at a time without following links."""
+    try:
+        dir_fd = os.open(root_real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"folder does not exist: {root_real}") from exc
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        yield dir_fd
+    finally:
+        os.close(dir_fd)
+
+
+def _read_file(dir_fd: int, name: str, cap: int, unit_id: str) -> bytes:
+    # Check the type before opening: opening a device can have side effects even with O_NONBLOCK.
+    _refuse(os.stat(name, dir_fd=dir_fd, follow_symlinks=False), cap, unit_id)
+    fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    try:
+        # Re-check what was opened: the entry may have been replaced since the stat.
+        _refuse(os.fstat(fd), cap, unit_id)
+        return _read_capped(fd, cap, unit_id)
+    finally:
+        os.close(fd)
+
+
+def _read_capped(fd: int, cap: int, unit_id: str) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while chunk := os.read(fd, min(_READ_CHUNK, cap + 1 - total)):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > cap:
+            raise InvalidRequestError(f"cannot read '{unit_id}': grew past the {format_limit(cap)} file limit")
+    return b"".join(chunks)
+
+
+def _refuse(st: os.stat_result, cap: int, unit_id: str) -> None:
+    reason = refusal(st, cap)
+    if reason is not None:
+        raise InvalidRequestError(f"cannot read '{unit_id}': {reason}")
+
+
+def _translated(exc: OSError, root: str, unit_id: str) -> Exception:
+    """The contract error for a filesystem failure while reaching or reading one file."""
+    if isinstance(exc, FileNotFoundError | NotADirectoryError):
+        return NotFoundError(f"file does not exist: {root.rstrip('/')}/{unit_id}")
+    if exc.errno == errno.ELOOP:
+        return InvalidRequestError(f"cannot read '{unit_id}': {REASON_SYMLINK}")
+    if isinstance(exc, PermissionError):
+        return EngineError(f"cannot read '{unit_id}': permission denied; check the file's permissions")
+    return EngineError(f"cannot read '{unit_id}': {exc.strerror or type(exc).__name__}")
