@@ -1,7 +1,9 @@
-"""Document formats and sniffing (sources-and-documents §10.1–10.3).
+"""Document formats and sniffing (sources-and-documents §10.1–10.3, widened by the conversion issue).
 
 `sniff` decides a format from the bytes first and trusts the hints (MIME, filename) only where the bytes do
-not settle it: a zip or a PDF is what its bytes say, whatever a server or a file name claims.
+not settle it: a zip, a PDF, an image or a sound is what its bytes say, whatever a server or a file name
+claims. Beyond the spec's nine formats it knows EPUB, legacy Excel and Outlook files (OLE2), notebooks, CSV,
+and images and audio, so that the converter can refuse the last two with a reason instead of "unknown".
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ class DocumentFormat(StrEnum):
     DOCX = "docx"
     XLSX = "xlsx"
     PPTX = "pptx"
+    EPUB = "epub"
+    XLS = "xls"
+    MSG = "msg"
+    IPYNB = "ipynb"
+    CSV = "csv"
+    IMAGE = "image"
+    AUDIO = "audio"
     UNKNOWN = "unknown"
 
     @property
@@ -52,14 +61,24 @@ _FORMAT_MIME: dict[DocumentFormat, tuple[str, str]] = {
     DocumentFormat.DOCX: (f"{_OOXML_MIME}.wordprocessingml.document", "docx"),
     DocumentFormat.XLSX: (f"{_OOXML_MIME}.spreadsheetml.sheet", "xlsx"),
     DocumentFormat.PPTX: (f"{_OOXML_MIME}.presentationml.presentation", "pptx"),
+    DocumentFormat.EPUB: ("application/epub+zip", "epub"),
+    DocumentFormat.XLS: ("application/vnd.ms-excel", "xls"),
+    DocumentFormat.MSG: ("application/vnd.ms-outlook", "msg"),
+    DocumentFormat.IPYNB: ("application/x-ipynb+json", "ipynb"),
+    DocumentFormat.CSV: ("text/csv", "csv"),
+    # Images and sounds are only ever refused, never stored, so a family wildcard is honest enough.
+    DocumentFormat.IMAGE: ("image/*", "bin"),
+    DocumentFormat.AUDIO: ("audio/*", "bin"),
     DocumentFormat.UNKNOWN: ("application/octet-stream", "bin"),
 }
 
 _TEXTUAL = frozenset({DocumentFormat.MARKDOWN, DocumentFormat.PLAIN_TEXT, DocumentFormat.HTML, DocumentFormat.CODE})
-_OOXML = frozenset({DocumentFormat.DOCX, DocumentFormat.XLSX, DocumentFormat.PPTX})
+# What a zip can be: the hints may only choose among these, never turn an archive into text.
+_ZIP_FORMATS = frozenset({DocumentFormat.DOCX, DocumentFormat.XLSX, DocumentFormat.PPTX, DocumentFormat.EPUB})
 
 # The legacy binary Office types (application/msword, application/vnd.ms-excel, application/vnd.ms-powerpoint)
-# are absent on purpose: no converter reads them, and mapping them to an OOXML format would promise one.
+# are absent on purpose: only an OLE2 compound file can be legacy Excel or Outlook (`_OLE2_MIME`), and
+# mapping these types for any other bytes would promise a conversion that cannot happen.
 _MIME_FORMATS: dict[str, DocumentFormat] = {
     "text/markdown": DocumentFormat.MARKDOWN,
     "text/x-markdown": DocumentFormat.MARKDOWN,
@@ -72,9 +91,13 @@ _MIME_FORMATS: dict[str, DocumentFormat] = {
     DocumentFormat.XLSX.mime: DocumentFormat.XLSX,
     DocumentFormat.PPTX.mime: DocumentFormat.PPTX,
     "application/vnd.ms-excel.sheet.macroenabled.12": DocumentFormat.XLSX,
+    "application/epub+zip": DocumentFormat.EPUB,
+    "application/x-ipynb+json": DocumentFormat.IPYNB,
+    "text/csv": DocumentFormat.CSV,
+    "application/csv": DocumentFormat.CSV,
 }
 
-# `.doc`, `.xls` and `.ppt` are absent for the same reason as the legacy MIME types.
+# `.doc`, `.xls`, `.ppt` and `.msg` are absent for the same reason as the legacy MIME types (`_OLE2_EXTENSIONS`).
 _EXTENSION_FORMATS: dict[str, DocumentFormat] = {
     "md": DocumentFormat.MARKDOWN,
     "markdown": DocumentFormat.MARKDOWN,
@@ -90,10 +113,31 @@ _EXTENSION_FORMATS: dict[str, DocumentFormat] = {
     "xlsx": DocumentFormat.XLSX,
     "xlsm": DocumentFormat.XLSX,
     "pptx": DocumentFormat.PPTX,
+    "epub": DocumentFormat.EPUB,
+    "ipynb": DocumentFormat.IPYNB,
+    "csv": DocumentFormat.CSV,
 }
+
+# An OLE2 compound file is a container, like a zip; only its name or MIME says which kind it holds.
+_OLE2_MIME = {"application/vnd.ms-excel": DocumentFormat.XLS, "application/vnd.ms-outlook": DocumentFormat.MSG}
+_OLE2_EXTENSIONS = {"xls": DocumentFormat.XLS, "msg": DocumentFormat.MSG}
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _PDF_MAGIC = b"%PDF-"
+_OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+# EPUB's first entry is an uncompressed `mimetype` (OCF 3.3 §4.3): its name sits at byte 30, its content right
+# after it, so the kind shows without walking the directory. ODF files start the same way with another type.
+_EPUB_LOCAL_MAGIC = b"mimetypeapplication/epub+zip"
+_EPUB_CONTAINER = b"META-INF/container.xml"
+
+# Signatures of the images and sounds refused with a reason (JPEG, PNG, GIF, TIFF both byte orders; OGG, FLAC).
+_IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*")
+_AUDIO_MAGIC = (b"OggS", b"fLaC")
+_BMP_HEADER_SIZES = frozenset({12, 40, 52, 56, 64, 108, 124})
+# MPEG-1, -2 and -2.5 Layer III, with and without CRC.
+_MP3_FRAME_SECOND_BYTES = frozenset({0xFB, 0xFA, 0xF3, 0xF2, 0xE3, 0xE2})
+# ISO base media files whose brand is a still image (HEIC, AVIF); every other `ftyp` is taken for sound.
+_HEIF_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"mif1", b"msf1", b"avif", b"avis"})
 _HTML_PREFIX_BYTES = 512
 _HTML_OPENINGS = ("<!doctype html", "<html")
 
@@ -113,13 +157,19 @@ _OOXML_PARTS = (
 def sniff(data: bytes, filename: str | None = None, mime: str | None = None) -> DocumentFormat:
     """The format of `data`; the first rule of §10.2 that decides wins. Never raises.
 
-    The bytes decide first (zip, PDF), then the MIME hint, then the filename, then the content again (an HTML
-    opening, else valid UTF-8 text); anything else is `unknown`.
+    The bytes decide first (zip, PDF, OLE2, image and audio signatures), then the MIME hint, then the filename,
+    then the content again (an HTML opening, else valid UTF-8 text); anything else is `unknown`. Inside a zip
+    or an OLE2 file the hints only choose among what such a container can hold.
     """
     if data.startswith(_ZIP_MAGIC):
         return _zip_format(data, filename, mime)
     if data.startswith(_PDF_MAGIC):
         return DocumentFormat.PDF
+    if data.startswith(_OLE2_MAGIC):
+        return _ole2_format(filename, mime)
+    media = _media_format(data)
+    if media is not None:
+        return media
     hinted = _mime_format(mime)
     if hinted is None:
         hinted = _filename_format(filename)
@@ -135,17 +185,80 @@ def sniff(data: bytes, filename: str | None = None, mime: str | None = None) -> 
 def _zip_format(data: bytes, filename: str | None, mime: str | None) -> DocumentFormat:
     # Hints only break a tie the archive itself leaves open; a zip is never taken for text or unknown, because
     # the Office converter is the only one that can say more about it.
-    for candidate in (_ooxml_kind(data), _mime_format(mime), _filename_format(filename)):
-        if candidate is not None and candidate in _OOXML:
+    for candidate in (_zip_kind(data), _mime_format(mime), _filename_format(filename)):
+        if candidate is not None and candidate in _ZIP_FORMATS:
             return candidate
     return DocumentFormat.DOCX
 
 
+def _ole2_format(filename: str | None, mime: str | None) -> DocumentFormat:
+    # Legacy Word and PowerPoint are OLE2 too, and nothing here converts them: without a hint naming Excel
+    # or Outlook the file stays unknown rather than being handed to a library that would misread it.
+    by_mime = _OLE2_MIME.get(_essence(mime))
+    if by_mime is not None:
+        return by_mime
+    extension = None if filename is None else file_extension(filename)
+    by_name = None if extension is None else _OLE2_EXTENSIONS.get(extension)
+    return DocumentFormat.UNKNOWN if by_name is None else by_name
+
+
+def _essence(mime: str | None) -> str:
+    """The MIME type without its parameters, trimmed and lowercased; empty for no MIME."""
+    return "" if mime is None else mime.split(";", 1)[0].strip().lower()
+
+
 def _mime_format(mime: str | None) -> DocumentFormat | None:
-    if mime is None:
-        return None
-    essence = mime.split(";", 1)[0].strip().lower()
-    return _MIME_FORMATS.get(essence)
+    return _MIME_FORMATS.get(_essence(mime))
+
+
+def _media_format(data: bytes) -> DocumentFormat | None:
+    """`image` or `audio` when `data` opens with one of their signatures, else None."""
+    if data.startswith(_IMAGE_MAGIC) or _is_webp(data) or _is_bmp(data) or _is_heif(data):
+        return DocumentFormat.IMAGE
+    if data.startswith(_AUDIO_MAGIC) or _is_wave(data) or _is_id3(data) or _is_mpeg_frame(data) or _is_mp4(data):
+        return DocumentFormat.AUDIO
+    return None
+
+
+def _is_webp(data: bytes) -> bool:
+    return data.startswith(b"RIFF") and data[8:12] == b"WEBP"
+
+
+def _is_wave(data: bytes) -> bool:
+    return data.startswith(b"RIFF") and data[8:12] == b"WAVE"
+
+
+def _is_bmp(data: bytes) -> bool:
+    # "BM" alone starts ordinary words; the reserved zero bytes and a known DIB header size rule text out.
+    if not data.startswith(b"BM") or len(data) < 18 or data[6:10] != b"\0\0\0\0":
+        return False
+    return struct.unpack_from("<I", data, 14)[0] in _BMP_HEADER_SIZES
+
+
+def _is_id3(data: bytes) -> bool:
+    # ID3v2: "ID3", a major version 2 to 4, a revision byte; words like "ID3 tags" fail the version byte.
+    return data.startswith(b"ID3") and len(data) >= 5 and 2 <= data[3] <= 4 and data[4] != 0xFF
+
+
+def _is_mpeg_frame(data: bytes) -> bool:
+    # An MPEG audio Layer III frame header without an ID3 tag: sync bits, a real bitrate and sample rate.
+    # Only Layer III is taken, so a UTF-16 byte order mark (FF FE) is never mistaken for a frame.
+    if len(data) < 3 or data[0] != 0xFF or data[1] not in _MP3_FRAME_SECOND_BYTES:
+        return False
+    return data[2] >> 4 not in (0x0, 0xF) and (data[2] >> 2) & 0x3 != 0x3
+
+
+def _is_mp4(data: bytes) -> bool:
+    return _is_ftyp(data) and data[8:12] not in _HEIF_BRANDS
+
+
+def _is_heif(data: bytes) -> bool:
+    return _is_ftyp(data) and data[8:12] in _HEIF_BRANDS
+
+
+def _is_ftyp(data: bytes) -> bool:
+    # An ISO base media file opens with its `ftyp` box, whose big-endian size is a few dozen bytes.
+    return data.startswith(b"\0\0") and data[4:8] == b"ftyp"
 
 
 def _filename_format(filename: str | None) -> DocumentFormat | None:
@@ -180,8 +293,14 @@ def _is_text(data: bytes) -> bool:
     return True
 
 
-def _ooxml_kind(data: bytes) -> DocumentFormat | None:
-    """The one OOXML kind the central directory's entry names show, without inflating anything (§10.3)."""
+def _zip_kind(data: bytes) -> DocumentFormat | None:
+    """The one zip kind the central directory's entry names show, without inflating anything (§10.3).
+
+    Besides the three OOXML prefixes, a `META-INF/container.xml` entry or a leading `mimetype` entry naming
+    EPUB means epub.
+    """
+    if data.startswith(_EPUB_LOCAL_MAGIC, 30):
+        return DocumentFormat.EPUB
     eocd = _find_eocd(data)
     if eocd is None:
         return None
@@ -213,5 +332,7 @@ def _entry_kinds(data: bytes, offset: int, entries: int) -> set[DocumentFormat] 
             return None
         name = data[offset + _CD_HEADER_SIZE : name_end]
         kinds.update(kind for prefix, kind in _OOXML_PARTS if name.startswith(prefix))
+        if name == _EPUB_CONTAINER:
+            kinds.add(DocumentFormat.EPUB)
         offset = name_end + extra_len + comment_len
     return kinds

@@ -1,9 +1,11 @@
 """Reading one local file below a root without following links, escaping the root, or reading past a cap.
 
-Folder and file sources both read through here. The id is checked lexically, then by `realpath` (spec §3
-containment), then every component is opened relative to its parent with `O_NOFOLLOW`, so a directory swapped for
-a link between the check and the open still cannot lead outside. Only regular files are opened, and with
-`O_NONBLOCK`, so a FIFO or a device put in a file's place cannot hang or disturb the reader.
+Folder and file sources both read through here. The id is checked lexically (no `..`, not absolute), then every
+component is opened relative to its parent with `O_NOFOLLOW`, so no link anywhere below the root is followed and
+nothing outside it can be reached, even if a directory is swapped for a link mid-read. Only when that walk meets
+a link is `realpath` consulted (spec §3 containment), to say whether the link points outside the root. Only
+regular files are opened, and with `O_NONBLOCK`, so a FIFO or a device put in a file's place cannot hang or
+disturb the reader.
 """
 
 from __future__ import annotations
@@ -93,12 +95,14 @@ def check_contained(root_real: str, unit_id: str) -> None:
 
 def stat_beneath(root: str, unit_id: str, cap: int) -> os.stat_result:
     """The `lstat` of `root/unit_id` after every check `read_beneath` makes, short of reading."""
-    root_real, parts = _checked(root, unit_id)
+    parts = id_parts(unit_id)
     try:
-        with _parent_dir(root_real, parts) as dir_fd:
+        with _parent_dir(root, parts) as dir_fd:
             st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
     except OSError as exc:
         raise _translated(exc, root, unit_id) from exc
+    if stat.S_ISLNK(st.st_mode):
+        _check_link(root, unit_id)
     _refuse(st, cap, unit_id)
     return st
 
@@ -107,20 +111,20 @@ def read_beneath(root: str, unit_id: str, cap: int) -> bytes:
     """The bytes of regular file `root/unit_id`, refusing it when it is over `cap` now (it may have grown).
 
     At most `cap + 1` bytes are ever read, so a file that grows (or a sparse file) cannot exhaust memory.
+    `root` is the source's resolved root (its own links, chosen by the user, are already followed).
     """
-    root_real, parts = _checked(root, unit_id)
+    parts = id_parts(unit_id)
     try:
-        with _parent_dir(root_real, parts) as dir_fd:
-            return _read_file(dir_fd, parts[-1], cap, unit_id)
+        with _parent_dir(root, parts) as dir_fd:
+            return _read_file(dir_fd, parts[-1], cap, unit_id, root)
     except OSError as exc:
         raise _translated(exc, root, unit_id) from exc
 
 
-def _checked(root: str, unit_id: str) -> tuple[str, list[str]]:
-    parts = id_parts(unit_id)
-    root_real = os.path.realpath(root)
-    check_contained(root_real, unit_id)
-    return root_real, parts
+def _check_link(root: str, unit_id: str) -> None:
+    """A link met below the root: a path escape when it leads outside, else simply not followed."""
+    check_contained(os.path.realpath(root), unit_id)
+    raise InvalidRequestError(f"cannot read '{unit_id}': {REASON_SYMLINK}")
 
 
 @contextmanager
@@ -140,9 +144,12 @@ def _parent_dir(root_real: str, parts: list[str]) -> Iterator[int]:
         os.close(dir_fd)
 
 
-def _read_file(dir_fd: int, name: str, cap: int, unit_id: str) -> bytes:
+def _read_file(dir_fd: int, name: str, cap: int, unit_id: str, root: str) -> bytes:
     # Check the type before opening: opening a device can have side effects even with O_NONBLOCK.
-    _refuse(os.stat(name, dir_fd=dir_fd, follow_symlinks=False), cap, unit_id)
+    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    if stat.S_ISLNK(st.st_mode):
+        _check_link(root, unit_id)
+    _refuse(st, cap, unit_id)
     fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     try:
         # Re-check what was opened: the entry may have been replaced since the stat.
@@ -171,6 +178,12 @@ def _refuse(st: os.stat_result, cap: int, unit_id: str) -> None:
 
 def _translated(exc: OSError, root: str, unit_id: str) -> Exception:
     """The contract error for a filesystem failure while reaching or reading one file."""
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _through_link(root, unit_id):
+        # O_NOFOLLOW refused a link on the way: say whether it leads outside, or just that it is one.
+        try:
+            _check_link(root, unit_id)
+        except InvalidRequestError as refused:
+            return refused
     if isinstance(exc, FileNotFoundError | NotADirectoryError):
         return NotFoundError(f"file does not exist: {root.rstrip('/')}/{unit_id}")
     if exc.errno == errno.ELOOP:
@@ -178,3 +191,8 @@ def _translated(exc: OSError, root: str, unit_id: str) -> Exception:
     if isinstance(exc, PermissionError):
         return EngineError(f"cannot read '{unit_id}': permission denied; check the file's permissions")
     return EngineError(f"cannot read '{unit_id}': {exc.strerror or type(exc).__name__}")
+
+
+def _through_link(root: str, unit_id: str) -> bool:
+    joined = f"{root.rstrip('/')}/{unit_id}"
+    return os.path.realpath(joined) != f"{os.path.realpath(root).rstrip('/')}/{unit_id}"

@@ -34,7 +34,6 @@ from sources.selection import (
     IncludeGlob,
     is_gitignored,
     is_ignored_name,
-    parent_dirs,
     parse_gitignore,
 )
 from sources.watch import FolderWatcher
@@ -68,9 +67,11 @@ class FolderReader:
         self.include = IncludeGlob(include or ())
         self.max_file_bytes = max_file_bytes
         self._gitignores = _GitignoreCache()
+        self._folders: dict[str, tuple[str | None, list[GitignoreLayer]]] = {}
 
     def list_units(self) -> Listing:
         """Every selected file now; raises only when the root itself cannot be listed."""
+        self._folders.clear()
         walk = _Walk(os.fspath(self.root), self.include, self.max_file_bytes, self._gitignores)
         walk.run(missing_root=NotFoundError(f"folder does not exist: {self._configured} (resolved to {self.root})"))
         units = sorted(walk.units, key=lambda unit: unit.id)
@@ -115,15 +116,31 @@ class FolderReader:
             return REASON_HIDDEN
         if not is_dir and not self.include.matches(rel):
             return REASON_NOT_INCLUDED
-        layers: list[GitignoreLayer] = self._layer_at("")
-        for folder in parent_dirs(rel):
-            reason = self._folder_refusal(folder, layers)
-            if reason is not None:
-                return reason
-            layers.extend(self._layer_at(folder))
+        parent = rel.rpartition("/")[0]
+        reason, layers = self._folder_state(parent)
+        if reason is not None:
+            return reason
         if is_dir:
             return self._folder_refusal(rel, layers)
         return REASON_GITIGNORED if is_gitignored(layers, rel, is_dir=False) else None
+
+    def _folder_state(self, folder: str) -> tuple[str | None, list[GitignoreLayer]]:
+        """Why `folder` or a folder above it is refused (None: it is walked), and the rules in force in it.
+
+        Remembered until the next listing: a read checks the folders of every file, and they repeat.
+        """
+        cached = self._folders.get(folder)
+        if cached is not None:
+            return cached
+        if not folder:
+            state: tuple[str | None, list[GitignoreLayer]] = (None, self._layer_at(""))
+        else:
+            reason, layers = self._folder_state(folder.rpartition("/")[0])
+            if reason is None:
+                reason = self._folder_refusal(folder, layers)
+            state = (reason, layers if reason is not None else [*layers, *self._layer_at(folder)])
+        self._folders[folder] = state
+        return state
 
     def _folder_refusal(self, folder: str, layers: list[GitignoreLayer]) -> str | None:
         if self.root.joinpath(folder, VENV_MARKER).exists():

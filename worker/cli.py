@@ -1,11 +1,24 @@
-"""The `tinymemory` command line: parse, build settings, call a job or start a process."""
+"""The `tinymemory` command line: parse, build settings, call a job or start a process.
+
+Heavy modules (the engines, the pipeline) are imported inside the commands, so `--help` and a
+re-sync of an unchanged folder start quickly.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from worker.cli_memory import register_memory_commands
+
+if TYPE_CHECKING:
+    from worker.settings import Settings
 
 DISTRIBUTION = "tinymemory-ingest"
 
@@ -15,6 +28,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="A TOML settings file (else TINYMEMORY_CONFIG).", show_default=False)
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
 @app.callback()
@@ -34,3 +52,51 @@ def installed_version() -> str:
 def version() -> None:
     """Print the installed version."""
     typer.echo(f"{DISTRIBUTION} {installed_version()}")
+
+
+def load_settings(config: Path | None) -> Settings:
+    """Read the settings once, at start-up; a bad value stops the command with a clear message."""
+    import os
+
+    from pydantic import ValidationError
+
+    from worker.settings import Settings
+
+    if config is not None:
+        os.environ["TINYMEMORY_CONFIG"] = str(config)
+    try:
+        return Settings()
+    except (ValidationError, ValueError) as err:
+        raise typer.BadParameter(f"invalid settings: {err}") from err
+
+
+@app.command()
+def config(config: ConfigOption = None) -> None:
+    """Print the effective settings as JSON, secrets masked."""
+    typer.echo(json.dumps(load_settings(config).printable(), indent=2))
+
+
+@app.command()
+def ingest(
+    path: Annotated[Path, typer.Argument(help="A folder or a file to ingest.")],
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Ingest a folder or file once, with progress, then print a summary."""
+    from worker.cli_ingest import run_ingest
+
+    raise typer.Exit(asyncio.run(run_ingest(load_settings(config), path, as_json)))
+
+
+@app.command()
+def up(
+    path: Annotated[Path, typer.Argument(help="A folder or a file to keep in memory.")],
+    config: ConfigOption = None,
+) -> None:
+    """Ingest PATH, then follow its changes until Ctrl-C."""
+    from worker.cli_ingest import run_up
+
+    raise typer.Exit(asyncio.run(run_up(load_settings(config), path)))
+
+
+register_memory_commands(app, load_settings)

@@ -1,4 +1,4 @@
-"""`sniff` and the OOXML central-directory reader against sources-and-documents §10.1–10.3."""
+"""`sniff` and the zip central-directory reader against sources-and-documents §10.1–10.3 and the added formats."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.sniff import DocumentFormat, _ooxml_kind, sniff
+from pipeline.sniff import DocumentFormat, _zip_kind, sniff
 
 F = DocumentFormat
 OOXML = "application/vnd.openxmlformats-officedocument"
@@ -52,6 +52,13 @@ PLAIN_ZIP = make_zip("readme.txt", "src/main.py")
         (F.DOCX, "docx", DOCX_MIME, "docx", False),
         (F.XLSX, "xlsx", XLSX_MIME, "xlsx", False),
         (F.PPTX, "pptx", PPTX_MIME, "pptx", False),
+        (F.EPUB, "epub", "application/epub+zip", "epub", False),
+        (F.XLS, "xls", "application/vnd.ms-excel", "xls", False),
+        (F.MSG, "msg", "application/vnd.ms-outlook", "msg", False),
+        (F.IPYNB, "ipynb", "application/x-ipynb+json", "ipynb", False),
+        (F.CSV, "csv", "text/csv", "csv", False),
+        (F.IMAGE, "image", "image/*", "bin", False),
+        (F.AUDIO, "audio", "audio/*", "bin", False),
         (F.UNKNOWN, "unknown", "application/octet-stream", "bin", False),
     ],
 )
@@ -63,8 +70,8 @@ def test_formats(fmt: DocumentFormat, value: str, mime: str, extension: str, tex
     assert fmt.is_textual is textual
 
 
-def test_there_are_nine_formats() -> None:
-    assert len(DocumentFormat) == 9
+def test_there_are_the_spec_nine_and_seven_more() -> None:
+    assert len(DocumentFormat) == 16
 
 
 # --- §10.3: the central directory ---
@@ -84,21 +91,21 @@ def test_there_are_nine_formats() -> None:
     ],
 )
 def test_central_directory_kind(data: bytes, kind: DocumentFormat | None) -> None:
-    assert _ooxml_kind(data) == kind
+    assert _zip_kind(data) == kind
 
 
 def test_truncated_archives_have_no_kind() -> None:
     for cut in (1, 10, 22, len(DOCX_ZIP) // 2, len(DOCX_ZIP) - 4):
-        assert _ooxml_kind(DOCX_ZIP[:cut]) is None
-    assert _ooxml_kind(b"") is None
-    assert _ooxml_kind(b"PK\x05\x06") is None
+        assert _zip_kind(DOCX_ZIP[:cut]) is None
+    assert _zip_kind(b"") is None
+    assert _zip_kind(b"PK\x05\x06") is None
 
 
 def test_a_directory_pointing_past_the_buffer_has_no_kind() -> None:
     eocd = DOCX_ZIP.rfind(b"PK\x05\x06")
     for offset in (len(DOCX_ZIP), len(DOCX_ZIP) - 10, 0xFFFFFFFF):
         broken = DOCX_ZIP[: eocd + 16] + struct.pack("<I", offset) + DOCX_ZIP[eocd + 20 :]
-        assert _ooxml_kind(broken) is None
+        assert _zip_kind(broken) is None
 
 
 def test_a_name_running_past_the_buffer_has_no_kind() -> None:
@@ -106,35 +113,35 @@ def test_a_name_running_past_the_buffer_has_no_kind() -> None:
     data = bytearray(make_zip("word/document.xml"))
     header = data.find(b"PK\x01\x02")
     data[header + 28 : header + 30] = struct.pack("<H", 60_000)
-    assert _ooxml_kind(bytes(data)) is None
+    assert _zip_kind(bytes(data)) is None
 
 
 def test_a_bad_header_signature_has_no_kind() -> None:
     data = bytearray(DOCX_ZIP)
     header = data.find(b"PK\x01\x02")
     data[header + 3] = 0x03
-    assert _ooxml_kind(bytes(data)) is None
+    assert _zip_kind(bytes(data)) is None
 
 
 def test_more_entries_than_headers_has_no_kind() -> None:
     eocd = DOCX_ZIP.rfind(b"PK\x05\x06")
     data = DOCX_ZIP[: eocd + 10] + struct.pack("<H", 200) + DOCX_ZIP[eocd + 12 :]
-    assert _ooxml_kind(data) is None
+    assert _zip_kind(data) is None
 
 
 def test_archive_comments_and_extra_fields() -> None:
-    assert _ooxml_kind(make_zip("xl/workbook.xml", comment=b"a trailing archive comment")) == F.XLSX
+    assert _zip_kind(make_zip("xl/workbook.xml", comment=b"a trailing archive comment")) == F.XLSX
     # The longest comment a zip can carry puts the EOCD at the far end of the scan window.
-    assert _ooxml_kind(make_zip("ppt/presentation.xml", comment=b"c" * 65535)) == F.PPTX
+    assert _zip_kind(make_zip("ppt/presentation.xml", comment=b"c" * 65535)) == F.PPTX
     # Entry comments and extra fields move every following header; the walk must skip them.
     data = make_zip("docProps/app.xml", "word/document.xml", entry_comment=b"hello" * 10, extra=b"\xfe\xca\x00\x00")
-    assert _ooxml_kind(data) == F.DOCX
+    assert _zip_kind(data) == F.DOCX
 
 
 def test_an_eocd_beyond_the_scan_window_is_not_found() -> None:
     # 65,536 bytes of trailing junk put the real EOCD one byte outside `len - 22 - 65535`.
-    assert _ooxml_kind(XLSX_ZIP + b"\x00" * 65_536) is None
-    assert _ooxml_kind(XLSX_ZIP + b"\x00" * 65_535) == F.XLSX
+    assert _zip_kind(XLSX_ZIP + b"\x00" * 65_536) is None
+    assert _zip_kind(XLSX_ZIP + b"\x00" * 65_535) == F.XLSX
 
 
 # --- §10.2 rule 1: zip ---
@@ -199,6 +206,10 @@ MIME_TABLE = [
     (XLSX_MIME, F.XLSX),
     (PPTX_MIME, F.PPTX),
     ("application/vnd.ms-excel.sheet.macroenabled.12", F.XLSX),
+    ("application/epub+zip", F.EPUB),
+    ("application/x-ipynb+json", F.IPYNB),
+    ("text/csv", F.CSV),
+    ("application/csv", F.CSV),
 ]
 
 
@@ -229,7 +240,8 @@ def test_mime_essence(mime: str, expected: DocumentFormat) -> None:
         "application/vnd.ms-excel",
         "application/vnd.ms-powerpoint",
         "application/json",
-        "text/csv",
+        "application/vnd.ms-outlook",
+        "image/png",
         "",
         ";",
         "text/plain-ish",
@@ -264,6 +276,9 @@ EXTENSION_TABLE = [
     ("xlsx", F.XLSX),
     ("xlsm", F.XLSX),
     ("pptx", F.PPTX),
+    ("epub", F.EPUB),
+    ("ipynb", F.IPYNB),
+    ("csv", F.CSV),
 ]
 
 
@@ -368,8 +383,25 @@ def test_text_and_unknown(data: bytes, expected: DocumentFormat) -> None:
 
 # --- never raises ---
 
-PREFIXES = st.sampled_from([b"", b"PK\x03\x04", b"%PDF-", b"<html>", b"\xef\xbb\xbf", b"PK\x05\x06"])
-NAMES = st.one_of(st.none(), st.text(max_size=30), st.sampled_from(["a.docx", "CMakeLists.txt", "x.", ".md"]))
+PREFIXES = st.sampled_from(
+    [
+        b"",
+        b"PK\x03\x04",
+        b"%PDF-",
+        b"<html>",
+        b"\xef\xbb\xbf",
+        b"PK\x05\x06",
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
+        b"RIFF",
+        b"\xff\xfb",
+        b"ID3\x03",
+        b"BM",
+        b"\x00\x00\x00\x18ftyp",
+    ]
+)
+NAMES = st.one_of(
+    st.none(), st.text(max_size=30), st.sampled_from(["a.docx", "CMakeLists.txt", "x.", ".md", "b.xls", "c.msg"])
+)
 MIMES = st.one_of(st.none(), st.text(max_size=40), st.sampled_from([m for m, _ in MIME_TABLE]))
 
 
@@ -384,4 +416,176 @@ def test_the_directory_reader_never_raises_on_damaged_archives(junk: list[bytes]
     for i, chunk in enumerate(junk):
         at = (i * 97 + len(chunk)) % len(data)
         data[at : at + len(chunk)] = chunk
-    assert _ooxml_kind(bytes(data)[:cut]) in {None, F.DOCX, F.XLSX, F.PPTX}
+    assert _zip_kind(bytes(data)[:cut]) in {None, F.DOCX, F.XLSX, F.PPTX, F.EPUB}
+
+
+# --- EPUB inside the zip rule ---
+
+EPUB_ZIP = make_zip("META-INF/container.xml", "OEBPS/content.opf", "OEBPS/chapter1.xhtml")
+
+
+def zip_with_mimetype(media_type: bytes, *names: str) -> bytes:
+    """An archive whose first entry is an uncompressed `mimetype`, as EPUB and ODF write it."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(zipfile.ZipInfo("mimetype"), media_type, compress_type=zipfile.ZIP_STORED)
+        for name in names:
+            archive.writestr(name, b"<xml/>")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("data", "filename", "mime", "expected"),
+    [
+        (EPUB_ZIP, None, None, F.EPUB),
+        (EPUB_ZIP, "book.docx", DOCX_MIME, F.EPUB),
+        (zip_with_mimetype(b"application/epub+zip", "OEBPS/content.opf"), None, None, F.EPUB),
+        # A damaged directory still shows the leading mimetype entry.
+        (zip_with_mimetype(b"application/epub+zip")[:60], None, None, F.EPUB),
+        # OpenDocument starts the same way with its own type, and is no EPUB.
+        (zip_with_mimetype(b"application/vnd.oasis.opendocument.text", "content.xml"), None, None, F.DOCX),
+        (zip_with_mimetype(b"application/vnd.oasis.opendocument.text", "META-INF/manifest.xml"), None, None, F.DOCX),
+        # No kind in the directory: the hints may name EPUB, as they may name an OOXML kind.
+        (PLAIN_ZIP, "novel.EPUB", None, F.EPUB),
+        (PLAIN_ZIP, None, "application/epub+zip", F.EPUB),
+        # Word parts beside a container entry leave the directory undecided.
+        (make_zip("META-INF/container.xml", "word/document.xml"), None, None, F.DOCX),
+        (make_zip("META-INF/container.xml", "word/document.xml"), "b.epub", None, F.EPUB),
+        # Hints never turn a zip into a format that is not a zip.
+        (PLAIN_ZIP, "data.csv", "text/csv", F.DOCX),
+        (PLAIN_ZIP, "nb.ipynb", None, F.DOCX),
+    ],
+)
+def test_epub(data: bytes, filename: str | None, mime: str | None, expected: DocumentFormat) -> None:
+    assert sniff(data, filename, mime) == expected
+
+
+def test_the_epub_container_is_a_kind_of_its_own() -> None:
+    assert _zip_kind(EPUB_ZIP) == F.EPUB
+    assert _zip_kind(make_zip("META-INF/manifest.xml", "mimetype")) is None
+
+
+# --- OLE2 compound files ---
+
+OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 504
+
+
+@pytest.mark.parametrize(
+    ("filename", "mime", "expected"),
+    [
+        ("budget.xls", None, F.XLS),
+        ("BUDGET.XLS", None, F.XLS),
+        ("mail.msg", None, F.MSG),
+        (None, "application/vnd.ms-excel", F.XLS),
+        (None, "application/vnd.ms-outlook; charset=binary", F.MSG),
+        # The MIME outranks the filename, as in rules 3 and 4.
+        ("mail.msg", "application/vnd.ms-excel", F.XLS),
+        ("mail.msg", "application/octet-stream", F.MSG),
+        # Legacy Word and PowerPoint, or no hint at all: nothing converts them.
+        ("letter.doc", "application/msword", F.UNKNOWN),
+        ("deck.ppt", None, F.UNKNOWN),
+        (None, None, F.UNKNOWN),
+        # A hint for a format that is no OLE2 file does not apply.
+        ("notes.md", "text/markdown", F.UNKNOWN),
+        ("table.xlsx", XLSX_MIME, F.UNKNOWN),
+    ],
+)
+def test_ole2(filename: str | None, mime: str | None, expected: DocumentFormat) -> None:
+    assert sniff(OLE2, filename, mime) == expected
+
+
+def test_legacy_names_without_the_ole2_signature_are_not_legacy_formats() -> None:
+    assert sniff(b"<table><tr><td>1</td></tr></table>", "export.xls") == F.PLAIN_TEXT
+    assert sniff(b"\xd0\xcf\x11\xe0 cut short", "old.msg") == F.UNKNOWN
+    assert sniff(b"From: someone", None, "application/vnd.ms-outlook") == F.PLAIN_TEXT
+
+
+# --- notebooks and CSV by name or MIME ---
+
+
+@pytest.mark.parametrize(
+    ("data", "filename", "mime", "expected"),
+    [
+        (b'{"cells": [], "nbformat": 4}', "analysis.ipynb", None, F.IPYNB),
+        (b'{"cells": []}', None, "application/x-ipynb+json", F.IPYNB),
+        (b'{"cells": []}', None, None, F.PLAIN_TEXT),
+        (b"a,b\n1,2\n", "data.csv", None, F.CSV),
+        (b"a,b\n1,2\n", "DATA.CSV", None, F.CSV),
+        (b"a,b\n1,2\n", None, "text/csv; header=present", F.CSV),
+        (b"a,b\n1,2\n", "data.csv", "text/plain", F.PLAIN_TEXT),
+        # Shift-JIS is no UTF-8, yet a CSV by name is still a CSV; unnamed it is unknown bytes.
+        ("名前,年齢\n太郎,30\n".encode("shift_jis"), "meibo.csv", None, F.CSV),
+        ("名前,年齢\n太郎,30\n".encode("shift_jis"), None, None, F.UNKNOWN),
+    ],
+)
+def test_notebooks_and_csv(data: bytes, filename: str | None, mime: str | None, expected: DocumentFormat) -> None:
+    assert sniff(data, filename, mime) == expected
+
+
+# --- images and audio by signature ---
+
+
+def bmp_header() -> bytes:
+    return b"BM" + struct.pack("<I", 58) + b"\x00\x00\x00\x00" + struct.pack("<II", 54, 40) + b"\x00" * 40
+
+
+IMAGES = [
+    b"\xff\xd8\xff\xe0\x00\x10JFIF\x00",
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+    b"GIF87a\x01\x00\x01\x00",
+    b"GIF89a\x01\x00\x01\x00",
+    b"RIFF\x24\x00\x00\x00WEBPVP8 ",
+    bmp_header(),
+    b"II*\x00\x08\x00\x00\x00",
+    b"MM\x00*\x00\x00\x00\x08",
+    b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00",
+    b"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00",
+]
+SOUNDS = [
+    b"ID3\x04\x00\x00\x00\x00\x00\x00",
+    b"ID3\x03\x00\x40\x00\x00\x00\x00",
+    b"\xff\xfb\x90\x64\x00",
+    b"\xff\xf3\x48\xc4\x00",
+    b"RIFF\x24\x00\x00\x00WAVEfmt ",
+    b"\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00",
+    b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00",
+    b"OggS\x00\x02\x00\x00",
+    b"fLaC\x00\x00\x00\x22",
+]
+
+
+@pytest.mark.parametrize("data", IMAGES)
+def test_images_by_signature(data: bytes) -> None:
+    assert sniff(data) == F.IMAGE
+    # The signature outranks any hint, as the zip and PDF signatures do.
+    assert sniff(data, "notes.md", "text/markdown") == F.IMAGE
+
+
+@pytest.mark.parametrize("data", SOUNDS)
+def test_audio_by_signature(data: bytes) -> None:
+    assert sniff(data) == F.AUDIO
+    assert sniff(data, "song.txt", "text/plain") == F.AUDIO
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"BMW builds cars", F.PLAIN_TEXT),
+        (b"BM\x00\x00\x00\x00\x01\x00\x00\x00", F.UNKNOWN),
+        (b"ID3 tags hold the artist", F.PLAIN_TEXT),
+        (b"GIF8 is not a version", F.PLAIN_TEXT),
+        (b"RIFF\x24\x00\x00\x00AVI LIST", F.UNKNOWN),
+        (b"abcdftypisom", F.PLAIN_TEXT),
+        (b"fLaC", F.AUDIO),
+        # A UTF-16 byte order mark is not an MPEG frame; neither is a frame with a forbidden bitrate.
+        (b"\xff\xfe" + "UTF-16 text".encode("utf-16-le"), F.UNKNOWN),
+        (b"\xff\xfb\xf0\x00", F.UNKNOWN),
+        (b"\xff\xfb\x9c\x00", F.UNKNOWN),
+    ],
+)
+def test_near_misses_are_not_media(data: bytes, expected: DocumentFormat) -> None:
+    assert sniff(data) == expected
+
+
+def test_textual_formats_are_the_spec_four() -> None:
+    assert {fmt for fmt in DocumentFormat if fmt.is_textual} == {F.MARKDOWN, F.PLAIN_TEXT, F.HTML, F.CODE}

@@ -31,7 +31,11 @@ def entry(source_id: str = "notes", **fields: object) -> SourceEntry:
 
 def unit(size: int = 1, mtime: int = 2, items: list[str] | None = None, **fields: object) -> ManifestEntry:
     return ManifestEntry.model_validate(
-        {"signature": {"size": size, "mtime_ns": mtime, "sha256": "ab"}, "item_ids": ["i1"] if items is None else items, **fields}
+        {
+            "signature": {"size": size, "mtime_ns": mtime, "sha256": "ab"},
+            "item_ids": ["i1"] if items is None else items,
+            **fields,
+        }
     )
 
 

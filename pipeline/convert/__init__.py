@@ -1,0 +1,37 @@
+"""Document conversion (sources-and-documents §10.5–10.8): bytes in, markdown out, or a contract error.
+
+`convert_document` runs the size check, sniffing and a `ConverterChain` in this process. `ConverterPool`
+runs the same in worker processes under a time limit and a memory ceiling, and is how a host converts files
+it did not write. The `NativeConverter` keeps markdown, plain text and code byte-exact; the
+`OfficeConverter` hands everything else to markitdown (pdfminer.six for PDF, so page breaks survive).
+"""
+
+from pipeline.convert._chain import ConverterChain, convert_document, default_chain, native_chain
+from pipeline.convert._converter import DocumentConverter
+from pipeline.convert._documents import ConvertedDocument, RawDocument
+from pipeline.convert._limits import (
+    MAX_DECOMPRESSED_BYTES,
+    MAX_DOCUMENT_BYTES,
+    MAX_SPREADSHEET_DENSE_CELLS,
+    ConvertLimits,
+)
+from pipeline.convert._native import NativeConverter
+from pipeline.convert._office import OfficeConverter
+from pipeline.convert._pool import ConverterPool
+
+__all__ = [
+    "MAX_DECOMPRESSED_BYTES",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_SPREADSHEET_DENSE_CELLS",
+    "ConvertLimits",
+    "ConvertedDocument",
+    "ConverterChain",
+    "ConverterPool",
+    "DocumentConverter",
+    "NativeConverter",
+    "OfficeConverter",
+    "RawDocument",
+    "convert_document",
+    "default_chain",
+    "native_chain",
+]

@@ -1,0 +1,110 @@
+"""`ConverterPool`: conversions of untrusted formats in a few long-lived worker processes, under a clock and a
+memory ceiling, so that one hostile file costs one failed document and never the process."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from types import TracebackType
+
+from engines.contract import ConfigError, EngineError
+from pipeline.convert._chain import check_size, native_chain
+from pipeline.convert._documents import ConvertedDocument, RawDocument
+from pipeline.convert._limits import ConvertLimits
+from pipeline.convert._process import WorkerProcess
+from pipeline.sniff import sniff
+
+DEFAULT_CHAIN_FACTORY = "pipeline.convert._chain:warm_chain"
+
+
+class ConverterPool:
+    """A pool of `size` worker processes running `convert_document` with `limits`.
+
+    Markdown, plain text and code are only decoded, so they are converted in the calling thread. Everything
+    else goes to a worker: the parent gives it `limits.timeout_s` per document and each worker lives under an
+    address-space ceiling of `limits.memory_bytes`. A worker that overruns either, crashes or answers
+    nonsense is killed and replaced on its next job; that one document fails with the contract error naming
+    the limit, and the pool goes on serving. Workers start on the first document that needs one and then
+    stay, each with its libraries imported once; documents cross to them as bytes over a pipe.
+
+    `convert` is thread-safe: several threads may call it at once, and each worker takes one job at a time.
+    `chain_factory` names (as `module:attribute`) the callable that builds a worker's chain from the limits;
+    tests use it to put a converter that hangs or allocates into a worker. Close the pool (or use it as a
+    context manager) to stop the workers; `close` waits for conversions in flight up to the time limit.
+    """
+
+    def __init__(self, size: int, limits: ConvertLimits | None = None, *, chain_factory: str = DEFAULT_CHAIN_FACTORY):
+        if size < 1:
+            raise ConfigError(f"a converter pool needs at least one worker, got {size}")
+        self._limits = ConvertLimits() if limits is None else limits
+        self._native = native_chain()
+        self._workers = [WorkerProcess(self._limits, chain_factory) for _ in range(size)]
+        self._idle: queue.SimpleQueue[WorkerProcess] = queue.SimpleQueue()
+        for worker in self._workers:
+            self._idle.put(worker)
+        self._closed = threading.Event()
+
+    @property
+    def limits(self) -> ConvertLimits:
+        """The limits every conversion in this pool runs under."""
+        return self._limits
+
+    def convert(self, raw: RawDocument) -> ConvertedDocument:
+        """`raw` as markdown; blocks until a worker is free and has answered, or the time limit passed.
+
+        Raises the contract's errors only, as `convert_document` does, plus `InvalidRequestError` for a
+        document that overran the time limit or the memory ceiling and `EngineError` for a worker that died.
+        """
+        if self._closed.is_set():
+            raise EngineError(f"{raw.label}: the converter pool is closed")
+        check_size(raw, self._limits)
+        fmt = sniff(raw.data, raw.filename, raw.mime)
+        if self._native.converter_for(fmt) is not None:
+            return self._native.convert(raw, fmt)
+        worker = self._idle.get()
+        try:
+            return worker.convert(raw)
+        finally:
+            self._idle.put(worker)
+
+    async def aconvert(self, raw: RawDocument) -> ConvertedDocument:
+        """`convert`, waiting for a worker in a thread so an event loop keeps running meanwhile.
+
+        Text formats are only decoded, here and now: a thread hop would cost more than the work.
+        """
+        if self._closed.is_set():
+            raise EngineError(f"{raw.label}: the converter pool is closed")
+        check_size(raw, self._limits)
+        fmt = sniff(raw.data, raw.filename, raw.mime)
+        if self._native.converter_for(fmt) is not None:
+            return self._native.convert(raw, fmt)
+        return await asyncio.to_thread(self.convert, raw)
+
+    def close(self) -> None:
+        """Stop every worker; conversions still running get up to the time limit, then their worker is killed."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        deadline = time.monotonic() + self._limits.timeout_s
+        # Taking the idle workers out of the queue waits for those still converting, up to the time limit.
+        taken: list[WorkerProcess] = []
+        for _ in self._workers:
+            try:
+                taken.append(self._idle.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                break
+        for worker in self._workers:
+            worker.close()
+        # Threads still waiting for a worker get a closed one, which tells them the pool is closed.
+        for worker in taken:
+            self._idle.put(worker)
+
+    def __enter__(self) -> ConverterPool:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()

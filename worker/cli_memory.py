@@ -1,0 +1,130 @@
+"""Read commands over the configured engine (`recall`, `fetch`, `list`) and `dlq list`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import typer
+
+if TYPE_CHECKING:
+    from engines.contract import Hit, MemoryEngine
+    from worker.settings import Settings
+
+T = TypeVar("T")
+LoadSettings = Callable[[Path | None], "Settings"]
+
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="A TOML settings file.", show_default=False)]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+LimitOption = Annotated[int, typer.Option("--limit", min=1, help="How many results.")]
+
+
+def _with_engine(settings: Settings, use: Callable[[MemoryEngine], Awaitable[T]]) -> T:
+    from engines.contract import Error
+
+    engine = settings.memory_config().build(settings.credential())
+
+    async def run() -> T:
+        try:
+            return await use(engine)
+        finally:
+            close = getattr(engine, "close", None)
+            if callable(close):
+                close()
+
+    try:
+        return asyncio.run(run())
+    except Error as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from err
+
+
+def _print_hits(hits: list[Hit], as_json: bool, next_cursor: str | None = None) -> None:
+    if as_json:
+        typer.echo(json.dumps({"hits": [h.model_dump(mode="json") for h in hits], "next_cursor": next_cursor}))
+        return
+    for hit in hits:
+        where = hit.meta.file_path or hit.meta.url or hit.meta.source.id or ""
+        tags = f" [{', '.join(hit.meta.tags)}]" if hit.meta.tags else ""
+        first_line = " ".join(hit.text.split())[:160]
+        typer.echo(f"{hit.score:7.3f}  {where}{tags}\n         {first_line}")
+
+
+def register_memory_commands(app: typer.Typer, load_settings: LoadSettings) -> None:
+    """Add the read commands and the dead-letter group to `app`."""
+
+    @app.command()
+    def recall(
+        question: Annotated[str, typer.Argument(help="A question to answer from memory.")],
+        limit: LimitOption = 5,
+        config: ConfigOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Answer a question from memory, with citations."""
+        from engines.contract import RecallRequest
+
+        request = RecallRequest(question=question, limit=limit)
+        answer = _with_engine(load_settings(config), lambda engine: engine.recall(request))
+        if as_json:
+            typer.echo(answer.model_dump_json())
+            return
+        typer.echo(answer.answer or "(nothing in memory answers that)")
+        for n, citation in enumerate(answer.citations, start=1):
+            typer.echo(f"  [{n}] {citation.meta.file_path or citation.meta.url or citation.id}")
+
+    @app.command()
+    def fetch(
+        query: Annotated[str, typer.Argument(help="Words to search for.")],
+        mode: Annotated[str, typer.Option(help="keyword, vector or hybrid.")] = "hybrid",
+        limit: LimitOption = 10,
+        config: ConfigOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Search memory (keyword, vector or hybrid)."""
+        from engines.contract import FetchMode, FetchRequest
+
+        try:
+            fetch_mode = FetchMode(mode)
+        except ValueError:
+            raise typer.BadParameter(f"mode must be one of {', '.join(m.value for m in FetchMode)}") from None
+        request = FetchRequest(query=query, mode=fetch_mode, limit=limit)
+        page = _with_engine(load_settings(config), lambda engine: engine.fetch(request))
+        _print_hits(page.hits, as_json, page.next_cursor)
+
+    @app.command("list")
+    def list_items(limit: LimitOption = 20, config: ConfigOption = None, as_json: JsonOption = False) -> None:
+        """List stored items, oldest first."""
+        from engines.contract import ListRequest
+
+        page = _with_engine(load_settings(config), lambda engine: engine.list(ListRequest(limit=limit)))
+        _print_hits(page.items, as_json, page.next_cursor)
+
+    dlq = typer.Typer(help="Dead letters: units that could not be ingested, and why.", no_args_is_help=True)
+    app.add_typer(dlq, name="dlq")
+
+    @dlq.command("list")
+    def dlq_list(
+        source: Annotated[str | None, typer.Option(help="Only this source.")] = None,
+        limit: LimitOption = 100,
+        config: ConfigOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """List dead letters, newest first."""
+        from worker.state_sqlite import SqliteStateStore
+
+        settings = load_settings(config)
+        state = SqliteStateStore(settings.state_file)
+        try:
+            letters = state.dead_letters(source, limit=limit)
+        finally:
+            state.close()
+        if as_json:
+            typer.echo(json.dumps([letter.model_dump(mode="json") for letter in letters]))
+            return
+        if not letters:
+            typer.echo("no dead letters")
+        for letter in letters:
+            typer.echo(f"{letter.source_id}  {letter.unit_id}  [{letter.stage}] {letter.error}: {letter.message}")

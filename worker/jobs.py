@@ -1,0 +1,207 @@
+"""The job functions every runtime calls: `sync_source` and `ingest_batch`.
+
+    sync_source:  list the source's units, diff them against the manifest, hand the changes to the
+                  dispatcher in batches of at most 100.
+    ingest_batch: for each change, read → sniff/convert → scrub → chunk → items; store them in calls
+                  of at most 100; after each acknowledged call commit the units it completed, then
+                  forget their previous items. A deleted unit's items are forgotten.
+
+Write first, then clean up: a unit's new items are stored, then its manifest entry is committed
+naming the old ids as stale, then those are forgotten and the entry cleared. A crash at any point
+leaves either the old copy or the new one findable, never none, and a stale list the next sync
+sweeps. Ids are fingerprints, so redoing any step is a replay. One unit's failure is a dead letter;
+the rest of the batch proceeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Iterable, Sequence
+
+from engines.contract import Error, ForgetTarget, ItemId, UnavailableError
+from pipeline.batch import StoredUnit, UnitItems, store_units
+from sources import Unit
+from worker.context import JobContext
+from worker.model import BatchReport, Change, DeadLetter, ManifestEntry, SyncReport
+from worker.state import UnitState
+from worker.units import UnitReading, UnitStageError, read_unit
+
+logger = logging.getLogger(__name__)
+
+MAX_BATCH_CHANGES = 100
+
+
+async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | None = None) -> SyncReport:
+    """Find what changed in a source since its manifest and dispatch the changes in batches.
+
+    `hints` (unit ids a watcher saw change) narrows the diff to those units; None diffs everything.
+    Listing the source is the only failure that raises.
+    """
+    entry = ctx.state.get_source(source_id)
+    if entry is None or not entry.enabled:
+        return SyncReport(source_id=source_id)
+    reader = ctx.readers.reader_for(entry)
+    listing = await asyncio.to_thread(reader.list_units)
+    states = ctx.state.unit_states(source_id)
+    changes = diff_units(listing.units, states, set(hints) if hints is not None else None)
+    for skipped in listing.skipped:
+        ctx.state.add_dead_letter(
+            DeadLetter(
+                source_id=source_id, unit_id=skipped.unit_id, stage="list", error="Skipped", message=skipped.reason
+            )
+        )
+    deletes = sum(c.action == "delete" for c in changes)
+    batches = [changes[i : i + MAX_BATCH_CHANGES] for i in range(0, len(changes), MAX_BATCH_CHANGES)]
+    ctx.progress.planned(len(changes))
+    for batch in batches:
+        await ctx.dispatcher.ingest(source_id, batch)
+    report = SyncReport(
+        source_id=source_id,
+        listed=len(listing.units),
+        upserts=len(changes) - deletes,
+        deletes=deletes,
+        skipped=len(listing.skipped),
+        batches=len(batches),
+    )
+    ctx.state.record_sync(report)
+    return report
+
+
+def diff_units(units: Iterable[Unit], states: dict[str, UnitState], hints: set[str] | None) -> list[Change]:
+    """The changes that bring the manifest in line with a listing: new or moved units (size or mtime
+    differ) are upserts, units no longer listed are deletes. A unit whose entry still holds stale ids or
+    a deletion mark is redone whatever the listing says, so an interrupted clean-up always finishes.
+    `hints` narrows the size/mtime comparison to the units a watcher reported.
+    """
+    changes: list[Change] = []
+    listed: set[str] = set()
+    for unit in units:
+        listed.add(unit.id)
+        state = states.get(unit.id)
+        unfinished = state is None or state.deleted or state.has_stale
+        moved = state is not None and (state.size, state.mtime_ns) != (unit.size, unit.mtime_ns)
+        if unfinished or (moved and (hints is None or unit.id in hints)):
+            changes.append(Change(unit_id=unit.id, action="upsert", size=unit.size, mtime_ns=unit.mtime_ns))
+    changes.extend(Change(unit_id=unit_id, action="delete") for unit_id in states if unit_id not in listed)
+    return changes
+
+
+async def ingest_batch(ctx: JobContext, source_id: str, changes: Sequence[Change]) -> BatchReport:
+    """Bring the engine in line with one batch of changes and commit the manifest as it goes."""
+    entry = ctx.state.get_source(source_id)
+    if entry is None:
+        return BatchReport(source_id=source_id)
+    previous = ctx.state.manifest_entries(source_id, [c.unit_id for c in changes])
+    batch = _Batch(ctx, source_id, previous)
+    await batch.delete([c.unit_id for c in changes if c.action == "delete"])
+    upserts = [c for c in changes if c.action == "upsert"]
+    reader = ctx.readers.reader_for(entry)
+    limit = asyncio.Semaphore(ctx.settings.convert_concurrency)
+
+    async def prepare(change: Change) -> UnitItems | None:
+        async with limit:
+            return await batch.prepare(read_unit(ctx, entry, reader, change, previous.get(change.unit_id)))
+
+    prepared = [u for u in await asyncio.gather(*(prepare(c) for c in upserts)) if u is not None]
+    await batch.store(prepared)
+    return batch.report()
+
+
+class _Batch:
+    """One ingest batch: the manifest entries it started from, what it committed, its tallies."""
+
+    def __init__(self, ctx: JobContext, source_id: str, previous: dict[str, ManifestEntry]) -> None:
+        self.ctx = ctx
+        self.source_id = source_id
+        self.previous = previous
+        self.signatures: dict[str, ManifestEntry] = {}
+        self.committed: set[str] = set()
+        self.tally = {"units": 0, "unchanged": 0, "stored": 0, "replayed": 0, "forgotten": 0, "failed": 0}
+
+    async def prepare(self, reading: Awaitable[UnitReading]) -> UnitItems | None:
+        """Await one unit's reading; an unchanged unit is committed at once, a failure dead-lettered."""
+        try:
+            outcome = await reading
+        except UnitStageError as failure:
+            self._dead(failure.unit_id, failure.stage, failure.error)
+            return None
+        unit_id, signature, items = outcome.unit_id, outcome.signature, outcome.items
+        if items is None:  # same bytes as last time (touched, renamed back, …): nothing to store
+            entry = self.previous[unit_id].model_copy(update={"signature": signature})
+            self.ctx.state.commit(self.source_id, {unit_id: entry})
+            self.ctx.state.clear_dead_letters(self.source_id, [unit_id])
+            self.tally["unchanged"] += 1
+            self.ctx.progress.advanced(units=1)
+            return None
+        self.signatures[unit_id] = ManifestEntry(signature=signature)
+        return UnitItems(unit_id, items)
+
+    async def store(self, units: list[UnitItems]) -> None:
+        try:
+            outcome = await store_units(self.ctx.engine, units, self._committed, self.ctx.retrying_store_many())
+        except UnavailableError as err:
+            # Still unavailable after the retries: what was acknowledged is committed; the rest waits.
+            for unit_id in sorted({u.unit_id for u in units} - self.committed):
+                self._dead(unit_id, "store", err)
+            return
+        for unit_id, error in outcome.failed:
+            self._dead(unit_id, "store", error)
+
+    async def _committed(self, stored: list[StoredUnit]) -> None:
+        """The checkpoint after an acknowledged call: commit, forget what became stale, clear it."""
+        entries: dict[str, ManifestEntry | None] = {}
+        stale: list[ItemId] = []
+        for unit in stored:
+            before = self.previous.get(unit.unit_id)
+            old = [] if before is None else [*before.item_ids, *before.stale]
+            dropped = [i for i in dict.fromkeys(old) if i not in set(unit.item_ids)]
+            entries[unit.unit_id] = self.signatures[unit.unit_id].model_copy(
+                update={"item_ids": unit.item_ids, "stale": dropped}
+            )
+            stale.extend(dropped)
+            self.tally["stored"] += len(unit.item_ids) - unit.replayed
+            self.tally["replayed"] += unit.replayed
+        self.ctx.state.commit(self.source_id, entries)
+        await self._forget(stale)
+        cleared = {u: e.model_copy(update={"stale": []}) for u, e in entries.items() if e is not None and e.stale}
+        if cleared:
+            self.ctx.state.commit(self.source_id, cleared)
+        self.ctx.state.clear_dead_letters(self.source_id, entries)
+        self.committed.update(entries)
+        self.tally["units"] += len(stored)
+        self.ctx.progress.advanced(units=len(stored), items=sum(len(u.item_ids) for u in stored))
+
+    async def delete(self, unit_ids: list[str]) -> None:
+        """Forget the items of units that are gone: mark, forget, then drop their entries."""
+        gone = {u: self.previous[u] for u in unit_ids if u in self.previous}
+        if gone:
+            marked = {
+                u: e.model_copy(update={"item_ids": [], "stale": [*e.item_ids, *e.stale], "deleted": True})
+                for u, e in gone.items()
+            }
+            self.ctx.state.commit(self.source_id, marked)
+            await self._forget([i for e in marked.values() for i in e.stale])
+            self.ctx.state.commit(self.source_id, dict.fromkeys(gone))
+        self.ctx.state.clear_dead_letters(self.source_id, unit_ids)
+        self.tally["units"] += len(unit_ids)
+        self.ctx.progress.advanced(units=len(unit_ids))
+
+    async def _forget(self, ids: list[ItemId]) -> None:
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), 1000):
+            report = await self.ctx.engine.forget(ForgetTarget.by_ids(unique[start : start + 1000]))
+            self.tally["forgotten"] += report.forgotten
+
+    def _dead(self, unit_id: str, stage: str, error: Error | Exception) -> None:
+        message = error.message if isinstance(error, Error) else str(error)
+        letter = DeadLetter(
+            source_id=self.source_id, unit_id=unit_id, stage=stage, error=type(error).__name__, message=message
+        )
+        self.ctx.state.add_dead_letter(letter)
+        logger.warning("dead letter: %s %s at %s: %s", self.source_id, unit_id, stage, message)
+        self.tally["failed"] += 1
+        self.ctx.progress.advanced(failed=1)
+
+    def report(self) -> BatchReport:
+        return BatchReport(source_id=self.source_id, **self.tally)

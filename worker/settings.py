@@ -1,0 +1,85 @@
+"""The one settings model every process reads at start-up (environment `TINYMEMORY_*`, optional TOML).
+
+Precedence, highest first: explicit arguments, environment variables, the TOML file named by
+`TINYMEMORY_CONFIG` (or `--config`), defaults. Nothing below the command line and the API's app
+factory reads the environment: they pass these typed values down.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from engines.registry import MemoryConfig
+from engines.settings import EngineCredential, EngineSettings
+
+
+def default_data_dir() -> Path:
+    """`$XDG_DATA_HOME/tinymemory`, else `~/.local/share/tinymemory`."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "tinymemory"
+
+
+class Settings(BaseSettings):
+    """Everything a tinymemory process is configured with. Secrets are `SecretStr`: printing hides them."""
+
+    model_config = SettingsConfigDict(env_prefix="TINYMEMORY_", env_nested_delimiter="__", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    engine: str = "local"
+    engines: dict[str, EngineSettings] = Field(default_factory=dict)
+    engine_key: SecretStr | None = None
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    convert_workers: int = Field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))
+    convert_timeout_s: float = 60.0
+    convert_memory_mb: int = 1024
+    max_file_mb: float = 10.0
+    item_max_chars: int = 8 * 1024 * 1024
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config = os.environ.get("TINYMEMORY_CONFIG")
+        if config:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config)))
+        return tuple(sources)
+
+    @property
+    def memory_file(self) -> Path:
+        return self.data_dir / "memory.sqlite3"
+
+    @property
+    def state_file(self) -> Path:
+        return self.data_dir / "state.sqlite3"
+
+    def memory_config(self) -> MemoryConfig:
+        """The engine configuration, with the local engine's file under the data directory by default."""
+        engines = dict(self.engines)
+        local = engines.get("local", EngineSettings())
+        if local.path is None:
+            engines["local"] = local.model_copy(update={"path": self.memory_file})
+        return MemoryConfig(engine=self.engine, engines=engines)
+
+    def credential(self) -> EngineCredential:
+        key = self.engine_key.get_secret_value() if self.engine_key else None
+        return EngineCredential.of(key) if key else EngineCredential.none()
+
+    def printable(self) -> dict[str, Any]:
+        """The settings as JSON-ready data with every secret masked."""
+        return self.model_dump(mode="json")
