@@ -15,8 +15,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The main job on the embedded default: ingest the sample notes, then follow changes until Ctrl-C.
 run: $(STAMP)
-	$(BIN)/tinymemory --help
+	TINYMEMORY_DATA_DIR=$${TINYMEMORY_DATA_DIR:-.tinymemory} $(BIN)/tinymemory up examples/notes
 
 test: $(STAMP)
 	$(BIN)/ruff check .

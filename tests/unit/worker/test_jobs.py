@@ -1,0 +1,286 @@
+"""`sync_source` and `ingest_batch` on in-memory parts: diffs, write-first order, crash points, retries."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from engines.contract import (
+    EngineError,
+    ForgetReport,
+    ForgetTarget,
+    Hit,
+    Item,
+    ListRequest,
+    MetaFilter,
+    StoreReceipt,
+    UnavailableError,
+)
+from engines.reference import ReferenceEngine
+from pipeline.convert import ConvertedDocument, RawDocument, native_chain
+from sources import Listing, Skipped, Unit
+from worker.context import JobContext, PipelineSettings
+from worker.dispatch import InProcessDispatcher
+from worker.jobs import diff_units, sync_source
+from worker.model import Change, SourceEntry
+from worker.state import UnitState
+from worker.state_sqlite import SqliteStateStore
+
+
+@dataclass
+class MemoryReader:
+    """A folder held in a dict: unit id -> (bytes, mtime_ns)."""
+
+    root: Path
+    files: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    skipped: list[Skipped] = field(default_factory=list)
+    reads: int = 0
+
+    def put(self, unit_id: str, text: str | bytes, mtime: int = 1) -> None:
+        self.files[unit_id] = (text.encode() if isinstance(text, str) else text, mtime)
+
+    def list_units(self) -> Listing:
+        units = tuple(
+            Unit(id=u, size=len(data), mtime_ns=mtime, path=f"{self.root}/{u}")
+            for u, (data, mtime) in sorted(self.files.items())
+        )
+        return Listing(units=units, skipped=tuple(self.skipped))
+
+    def read(self, unit_id: str) -> bytes:
+        self.reads += 1
+        return self.files[unit_id][0]
+
+
+class CountingConverter:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.chain = native_chain()
+
+    async def aconvert(self, raw: RawDocument) -> ConvertedDocument:
+        self.calls += 1
+        return self.chain.convert(raw)
+
+
+class FaultyEngine(ReferenceEngine):
+    """A reference engine whose store_many or forget fail a set number of times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store_failures: list[Exception] = []
+        self.forget_failures: list[Exception] = []
+        self.store_calls = 0
+
+    async def store_many(self, items: list[Item]) -> list[StoreReceipt]:
+        self.store_calls += 1
+        if self.store_failures:
+            raise self.store_failures.pop(0)
+        return await super().store_many(items)
+
+    async def forget(self, target: ForgetTarget) -> ForgetReport:
+        if self.forget_failures:
+            raise self.forget_failures.pop(0)
+        return await super().forget(target)
+
+
+class FixedReaders:
+    def __init__(self, reader: MemoryReader) -> None:
+        self.reader = reader
+
+    def reader_for(self, entry: SourceEntry) -> MemoryReader:
+        return self.reader
+
+
+@dataclass
+class World:
+    ctx: JobContext
+    reader: MemoryReader
+    engine: FaultyEngine
+    converter: CountingConverter
+    state: SqliteStateStore
+
+    async def sync(self) -> None:
+        await sync_source(self.ctx, "src")
+        await self.ctx.dispatcher.drain()  # type: ignore[attr-defined]
+
+    async def items(self) -> list[Hit]:
+        page = await self.engine.list(ListRequest(limit=1000, filter=MetaFilter(source_id="src")))
+        return page.items
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    state = SqliteStateStore(tmp_path / "state.sqlite3")
+    state.put_source(SourceEntry(id="src", kind="folder", label="src", path=str(tmp_path)))
+    reader, engine, converter = MemoryReader(tmp_path), FaultyEngine(), CountingConverter()
+    dispatcher = InProcessDispatcher()
+    settings = PipelineSettings(store_attempts=3, store_backoff_s=0.001, store_backoff_max_s=0.002)
+    ctx = JobContext(state, engine, converter, dispatcher, FixedReaders(reader), settings)  # type: ignore[arg-type]
+    dispatcher.bind(ctx)
+    yield World(ctx, reader, engine, converter, state)
+    state.close()
+
+
+def _unit(unit_id: str, size: int = 1, mtime: int = 1) -> Unit:
+    return Unit(id=unit_id, size=size, mtime_ns=mtime, path=unit_id)
+
+
+def test_diff_units_finds_new_moved_unfinished_and_gone_units() -> None:
+    states = {
+        "same": UnitState(1, 1, deleted=False, has_stale=False),
+        "moved": UnitState(1, 1, deleted=False, has_stale=False),
+        "stale": UnitState(1, 1, deleted=False, has_stale=True),
+        "marked": UnitState(1, 1, deleted=True, has_stale=True),
+        "gone": UnitState(1, 1, deleted=False, has_stale=False),
+    }
+    units = [_unit("same"), _unit("moved", mtime=2), _unit("stale"), _unit("marked"), _unit("new")]
+    changes = diff_units(units, states, hints=None)
+    assert [(c.unit_id, c.action) for c in changes] == [
+        ("moved", "upsert"),
+        ("stale", "upsert"),
+        ("marked", "upsert"),
+        ("new", "upsert"),
+        ("gone", "delete"),
+    ]
+    hinted = diff_units(units, states, hints={"same"})
+    # A hint narrows the size/mtime comparison only; unfinished work and new units are always done.
+    assert [c.unit_id for c in hinted] == ["stale", "marked", "new", "gone"]
+
+
+async def test_first_sync_then_edit_stores_new_before_forgetting_old(world: World) -> None:
+    world.reader.put("a.md", "alpha one")
+    world.reader.put("b.md", "beta one")
+    await world.sync()
+    first = {h.meta.file_path: h.id for h in await world.items()}
+    assert len(first) == 2
+    world.reader.put("a.md", "alpha two", mtime=2)
+    await world.sync()
+    after = {h.meta.file_path: h.id for h in await world.items()}
+    assert after.keys() == first.keys()
+    changed = next(p for p in after if p.endswith("a.md"))
+    assert after[changed] != first[changed]
+    (entry,) = world.state.manifest_entries("src", ["a.md"]).values()
+    assert entry.item_ids == [after[changed]] and entry.stale == []
+
+
+async def test_a_touched_file_is_read_but_not_converted_again(world: World) -> None:
+    world.reader.put("a.md", "alpha")
+    await world.sync()
+    calls, reads = world.converter.calls, world.reader.reads
+    world.reader.put("a.md", "alpha", mtime=99)
+    await world.sync()
+    assert world.reader.reads == reads + 1
+    assert world.converter.calls == calls
+    assert world.state.unit_states("src")["a.md"].mtime_ns == 99
+    assert len(await world.items()) == 1
+
+
+async def test_crash_between_store_and_checkpoint_is_a_replay_next_time(world: World, tmp_path: Path) -> None:
+    world.reader.put("a.md", "alpha")
+    failing_commit = world.state.commit
+
+    def crash(source_id: str, entries: object) -> None:
+        raise RuntimeError("killed right after the engine acknowledged")
+
+    world.state.commit = crash  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        await world.sync()
+    assert len(await world.items()) == 1 and world.state.unit_states("src") == {}
+    world.state.commit = failing_commit  # type: ignore[method-assign]
+    await world.sync()
+    assert len(await world.items()) == 1
+    assert list(world.state.unit_states("src")) == ["a.md"]
+
+
+async def test_crash_before_forgetting_leaves_stale_ids_the_next_sync_sweeps(world: World) -> None:
+    world.reader.put("a.md", "alpha one")
+    await world.sync()
+    world.reader.put("a.md", "alpha two", mtime=2)
+    world.engine.forget_failures = [RuntimeError("killed before forgetting")]
+    with pytest.raises(RuntimeError):
+        await world.sync()
+    assert len(await world.items()) == 2  # both copies findable for a moment, never none
+    assert world.state.unit_states("src")["a.md"].has_stale
+    await world.sync()  # nothing changed on disk: the stale ids alone make it redo the unit
+    items = await world.items()
+    assert [h.text.endswith("alpha two") for h in items] == [True]
+    assert not world.state.unit_states("src")["a.md"].has_stale
+
+
+async def test_deleted_unit_items_are_forgotten_and_entry_dropped(world: World) -> None:
+    world.reader.put("a.md", "alpha")
+    world.reader.put("b.md", "beta")
+    await world.sync()
+    del world.reader.files["a.md"]
+    await world.sync()
+    assert [h.text.endswith("beta") for h in await world.items()] == [True]
+    assert list(world.state.unit_states("src")) == ["b.md"]
+
+
+async def test_a_crash_while_deleting_finishes_on_the_next_sync(world: World) -> None:
+    world.reader.put("a.md", "alpha")
+    await world.sync()
+    del world.reader.files["a.md"]
+    world.engine.forget_failures = [RuntimeError("killed mid-delete")]
+    with pytest.raises(RuntimeError):
+        await world.sync()
+    assert world.state.unit_states("src")["a.md"].deleted
+    await world.sync()
+    assert await world.items() == [] and world.state.unit_states("src") == {}
+
+
+async def test_one_bad_unit_is_a_dead_letter_and_the_rest_is_stored(world: World) -> None:
+    world.reader.put("good.md", "fine text")
+    world.reader.put("bad.md", b"\xff\xfe\x00 not utf-8")
+    world.reader.skipped.append(Skipped(unit_id="big.log", reason="1.0 GiB is over the 10 MiB file limit"))
+    await world.sync()
+    assert [h.text for h in await world.items()] == ["# good.md\n\nfine text"]  # titled by its file name
+    letters = {d.unit_id: d for d in world.state.dead_letters("src")}
+    assert letters["bad.md"].stage == "convert"
+    assert letters["big.log"].stage == "list" and "10 MiB" in letters["big.log"].message
+    world.reader.put("bad.md", "fixed now", mtime=2)
+    await world.sync()
+    assert "bad.md" not in {d.unit_id for d in world.state.dead_letters("src")}
+
+
+async def test_transient_engine_errors_are_retried_then_dead_lettered(world: World) -> None:
+    world.reader.put("a.md", "alpha")
+    world.engine.store_failures = [UnavailableError("503"), UnavailableError("503")]
+    await world.sync()
+    assert len(await world.items()) == 1 and world.state.dead_letters("src") == []
+    world.reader.put("b.md", "beta")
+    world.engine.store_failures = [UnavailableError("503")] * 3
+    await world.sync()
+    (letter,) = world.state.dead_letters("src")
+    assert (letter.unit_id, letter.stage, letter.error) == ("b.md", "store", "UnavailableError")
+    await world.sync()  # the engine is back: the unit was not committed, so it is simply done now
+    assert len(await world.items()) == 2 and world.state.dead_letters("src") == []
+
+
+async def test_an_engine_refusal_is_dead_lettered_at_once(world: World) -> None:
+    world.reader.put("a.md", "alpha")
+    world.engine.store_failures = [EngineError("item refused"), EngineError("item refused")]
+    await world.sync()
+    (letter,) = world.state.dead_letters("src")
+    assert (letter.stage, letter.message) == ("store", "item refused")
+    assert world.engine.store_calls == 2  # the batch, then the unit alone: no retries for a refusal
+
+
+async def test_batches_hold_at_most_100_changes(world: World) -> None:
+    for n in range(250):
+        world.reader.put(f"n{n:03}.md", f"note {n}")
+    sizes: list[int] = []
+    ingest = world.ctx.dispatcher.ingest
+
+    async def spy(source_id: str, changes: list[Change]) -> None:
+        sizes.append(len(changes))
+        await ingest(source_id, changes)
+
+    world.ctx.dispatcher.ingest = spy  # type: ignore[method-assign]
+    await world.sync()
+    assert sizes == [100, 100, 50]
+    assert len(await world.items()) == 250
+    assert os.path.basename((await world.items())[0].meta.file_path or "") == "n000.md"
