@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from worker.cli_cluster import register_cluster_commands
 from worker.cli_memory import register_memory_commands
+from worker.cli_sources import register_source_commands
 
 if TYPE_CHECKING:
     from worker.settings import Settings
@@ -100,3 +102,5 @@ def up(
 
 
 register_memory_commands(app, load_settings)
+register_source_commands(app, load_settings)
+register_cluster_commands(app, load_settings)

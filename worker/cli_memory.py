@@ -1,4 +1,4 @@
-"""Read commands over the configured engine (`recall`, `fetch`, `list`) and `dlq list`."""
+"""Read commands over the configured engine: `recall`, `fetch`, `list`."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _print_hits(hits: list[Hit], as_json: bool, next_cursor: str | None = None) 
 
 
 def register_memory_commands(app: typer.Typer, load_settings: LoadSettings) -> None:
-    """Add the read commands and the dead-letter group to `app`."""
+    """Add the read commands to `app`."""
 
     @app.command()
     def recall(
@@ -101,30 +101,3 @@ def register_memory_commands(app: typer.Typer, load_settings: LoadSettings) -> N
 
         page = _with_engine(load_settings(config), lambda engine: engine.list(ListRequest(limit=limit)))
         _print_hits(page.items, as_json, page.next_cursor)
-
-    dlq = typer.Typer(help="Dead letters: units that could not be ingested, and why.", no_args_is_help=True)
-    app.add_typer(dlq, name="dlq")
-
-    @dlq.command("list")
-    def dlq_list(
-        source: Annotated[str | None, typer.Option(help="Only this source.")] = None,
-        limit: LimitOption = 100,
-        config: ConfigOption = None,
-        as_json: JsonOption = False,
-    ) -> None:
-        """List dead letters, newest first."""
-        from worker.state_sqlite import SqliteStateStore
-
-        settings = load_settings(config)
-        state = SqliteStateStore(settings.state_file)
-        try:
-            letters = state.dead_letters(source, limit=limit)
-        finally:
-            state.close()
-        if as_json:
-            typer.echo(json.dumps([letter.model_dump(mode="json") for letter in letters]))
-            return
-        if not letters:
-            typer.echo("no dead letters")
-        for letter in letters:
-            typer.echo(f"{letter.source_id}  {letter.unit_id}  [{letter.stage}] {letter.error}: {letter.message}")

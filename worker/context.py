@@ -23,9 +23,13 @@ class Converter(Protocol):
 
 
 class Dispatcher(Protocol):
-    """Where `sync_source` sends its batches: run them here, or queue them for workers."""
+    """Where `sync_source` sends its batches: run them here, or queue them for workers.
 
-    async def ingest(self, source_id: str, changes: list[Change]) -> None: ...
+    `bulk` marks the batches of a sync that found more than one batch of changes (a backfill), so a
+    distributed dispatcher can queue them behind small, incremental ones.
+    """
+
+    async def ingest(self, source_id: str, changes: list[Change], *, bulk: bool = False) -> None: ...
 
 
 class Progress:
@@ -51,6 +55,9 @@ class PipelineSettings:
     store_backoff_s: float = 0.5
     store_backoff_max_s: float = 30.0
     scrub_policy: Policy = field(default_factory=Policy)
+    # Embedded mode dead-letters units the engine still refuses as unavailable after the retries; a
+    # Celery worker instead lets the error out, so the task is retried later with a longer backoff.
+    dead_letter_unavailable: bool = True
 
 
 @dataclass

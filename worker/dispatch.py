@@ -31,7 +31,7 @@ class InProcessDispatcher:
         """The context batches run with (it holds this dispatcher, so it is given afterwards)."""
         self.context = context
 
-    async def ingest(self, source_id: str, changes: list[Change]) -> None:
+    async def ingest(self, source_id: str, changes: list[Change], *, bulk: bool = False) -> None:
         if self.context is None:
             raise RuntimeError("InProcessDispatcher.bind(context) must be called before dispatching")
         await self._slots.acquire()

@@ -45,6 +45,7 @@ async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | No
     listing = await asyncio.to_thread(reader.list_units)
     states = ctx.state.unit_states(source_id)
     changes = diff_units(listing.units, states, set(hints) if hints is not None else None)
+    changes, held_back = _without_dead_letters(ctx, source_id, changes)
     for skipped in listing.skipped:
         ctx.state.add_dead_letter(
             DeadLetter(
@@ -55,7 +56,7 @@ async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | No
     batches = [changes[i : i + MAX_BATCH_CHANGES] for i in range(0, len(changes), MAX_BATCH_CHANGES)]
     ctx.progress.planned(len(changes))
     for batch in batches:
-        await ctx.dispatcher.ingest(source_id, batch)
+        await ctx.dispatcher.ingest(source_id, batch, bulk=len(batches) > 1)
     report = SyncReport(
         source_id=source_id,
         listed=len(listing.units),
@@ -63,9 +64,26 @@ async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | No
         deletes=deletes,
         skipped=len(listing.skipped),
         batches=len(batches),
+        held_back=held_back,
     )
     ctx.state.record_sync(report)
     return report
+
+
+def _without_dead_letters(ctx: JobContext, source_id: str, changes: list[Change]) -> tuple[list[Change], int]:
+    """Leave out units that failed as they are now (same size and mtime): retrying them cannot help.
+
+    They are tried again once the file changes, or after `dlq replay` clears their letters.
+    """
+    failed = {
+        (d.unit_id, d.size, d.mtime_ns)
+        for d in ctx.state.dead_letters(source_id)
+        if d.stage != "list" and d.size is not None
+    }
+    if not failed:
+        return changes, 0
+    kept = [c for c in changes if c.action == "delete" or (c.unit_id, c.size, c.mtime_ns) not in failed]
+    return kept, len(changes) - len(kept)
 
 
 def diff_units(units: Iterable[Unit], states: dict[str, UnitState], hints: set[str] | None) -> list[Change]:
@@ -101,7 +119,7 @@ async def ingest_batch(ctx: JobContext, source_id: str, changes: Sequence[Change
 
     async def prepare(change: Change) -> UnitItems | None:
         async with limit:
-            return await batch.prepare(read_unit(ctx, entry, reader, change, previous.get(change.unit_id)))
+            return await batch.prepare(change, read_unit(ctx, entry, reader, change, previous.get(change.unit_id)))
 
     prepared = [u for u in await asyncio.gather(*(prepare(c) for c in upserts)) if u is not None]
     await batch.store(prepared)
@@ -117,10 +135,12 @@ class _Batch:
         self.previous = previous
         self.signatures: dict[str, ManifestEntry] = {}
         self.committed: set[str] = set()
+        self.changes: dict[str, Change] = {}
         self.tally = {"units": 0, "unchanged": 0, "stored": 0, "replayed": 0, "forgotten": 0, "failed": 0}
 
-    async def prepare(self, reading: Awaitable[UnitReading]) -> UnitItems | None:
+    async def prepare(self, change: Change, reading: Awaitable[UnitReading]) -> UnitItems | None:
         """Await one unit's reading; an unchanged unit is committed at once, a failure dead-lettered."""
+        self.changes[change.unit_id] = change
         try:
             outcome = await reading
         except UnitStageError as failure:
@@ -141,7 +161,10 @@ class _Batch:
         try:
             outcome = await store_units(self.ctx.engine, units, self._committed, self.ctx.retrying_store_many())
         except UnavailableError as err:
-            # Still unavailable after the retries: what was acknowledged is committed; the rest waits.
+            # Still unavailable after the retries: what was acknowledged is committed; the rest waits,
+            # as a dead letter (embedded) or as the task's own retry (Celery).
+            if not self.ctx.settings.dead_letter_unavailable:
+                raise
             for unit_id in sorted({u.unit_id for u in units} - self.committed):
                 self._dead(unit_id, "store", err)
             return
@@ -195,8 +218,16 @@ class _Batch:
 
     def _dead(self, unit_id: str, stage: str, error: Error | Exception) -> None:
         message = error.message if isinstance(error, Error) else str(error)
+        change = self.changes.get(unit_id)
         letter = DeadLetter(
-            source_id=self.source_id, unit_id=unit_id, stage=stage, error=type(error).__name__, message=message
+            source_id=self.source_id,
+            unit_id=unit_id,
+            stage=stage,
+            error=type(error).__name__,
+            message=message,
+            # A transient failure is not pinned to the unit's state: any later sync may retry it.
+            size=change.size if change is not None and not isinstance(error, UnavailableError) else None,
+            mtime_ns=change.mtime_ns if change is not None else None,
         )
         self.ctx.state.add_dead_letter(letter)
         logger.warning("dead letter: %s %s at %s: %s", self.source_id, unit_id, stage, message)

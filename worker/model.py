@@ -129,6 +129,8 @@ class DeadLetter(_Record):
     message: str
     at: datetime = Field(default_factory=now)
     attempts: int = 1
+    size: int | None = None
+    mtime_ns: int | None = None
 
     @property
     def key(self) -> str:
@@ -139,6 +141,8 @@ class SyncReport(_Record):
     """What one sync of a source found and did."""
 
     source_id: str
+    finished_at: datetime = Field(default_factory=now)
+    held_back: int = 0
     listed: int = 0
     upserts: int = 0
     deletes: int = 0

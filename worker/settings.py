@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import (
@@ -38,12 +38,21 @@ class Settings(BaseSettings):
     engine: str = "local"
     engines: dict[str, EngineSettings] = Field(default_factory=dict)
     engine_key: SecretStr | None = None
-    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_url: SecretStr = SecretStr("redis://127.0.0.1:6379/0")
     convert_workers: int = Field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))
     convert_timeout_s: float = 60.0
     convert_memory_mb: int = 1024
     max_file_mb: float = 10.0
     item_max_chars: int = 8 * 1024 * 1024
+    state: Literal["sqlite", "redis"] = "sqlite"
+    redis_prefix: str = "tm:"
+    task_soft_limit_s: float = 540.0
+    task_hard_limit_s: float = 600.0
+    visibility_timeout_s: float = 3600.0
+    sync_lease_s: float = 900.0
+    beat_tick_s: float = 10.0
+    metrics_port: int = 9464
+    log_json: bool = False
 
     @classmethod
     def settings_customise_sources(

@@ -241,6 +241,10 @@ async def test_one_bad_unit_is_a_dead_letter_and_the_rest_is_stored(world: World
     letters = {d.unit_id: d for d in world.state.dead_letters("src")}
     assert letters["bad.md"].stage == "convert"
     assert letters["big.log"].stage == "list" and "10 MiB" in letters["big.log"].message
+    convert_calls = world.converter.calls
+    await world.sync()  # unchanged and still broken: not tried again
+    assert world.converter.calls == convert_calls
+    assert {d.unit_id: d.attempts for d in world.state.dead_letters("src")}["bad.md"] == 1
     world.reader.put("bad.md", "fixed now", mtime=2)
     await world.sync()
     assert "bad.md" not in {d.unit_id for d in world.state.dead_letters("src")}
@@ -275,12 +279,16 @@ async def test_batches_hold_at_most_100_changes(world: World) -> None:
     sizes: list[int] = []
     ingest = world.ctx.dispatcher.ingest
 
-    async def spy(source_id: str, changes: list[Change]) -> None:
+    bulks: list[bool] = []
+
+    async def spy(source_id: str, changes: list[Change], *, bulk: bool = False) -> None:
         sizes.append(len(changes))
-        await ingest(source_id, changes)
+        bulks.append(bulk)
+        await ingest(source_id, changes, bulk=bulk)
 
     world.ctx.dispatcher.ingest = spy  # type: ignore[method-assign]
     await world.sync()
     assert sizes == [100, 100, 50]
+    assert bulks == [True, True, True]  # a sync of several batches is a backfill
     assert len(await world.items()) == 250
     assert os.path.basename((await world.items())[0].meta.file_path or "") == "n000.md"

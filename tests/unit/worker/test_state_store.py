@@ -1,28 +1,48 @@
-"""The state store contract, run against every implementation (SQLite now; Redis joins with its store)."""
+"""The state store contract, run against every implementation: SQLite, Redis on fakeredis, and real Redis."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.redis_servers import open_redis
 from worker.model import DeadLetter, ManifestEntry, Signature, SourceConfigKind, SourceEntry, SyncReport
 from worker.state import StateStore, UnitState
+from worker.state_redis import RedisStateStore
 from worker.state_sqlite import SqliteStateStore
 
-StoreFactory = Callable[[Path], StateStore]
-FACTORIES: dict[str, StoreFactory] = {"sqlite": lambda tmp: SqliteStateStore(tmp / "state.sqlite3")}
+StoreFactory = Callable[[Path], AbstractContextManager[StateStore]]
 
 
-@pytest.fixture(params=sorted(FACTORIES))
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore]:
-    made = FACTORIES[request.param](tmp_path)
+@contextmanager
+def _sqlite(tmp: Path) -> Iterator[StateStore]:
+    made = SqliteStateStore(tmp / "state.sqlite3")
     yield made
-    close = getattr(made, "close", None)
-    if callable(close):
-        close()
+    made.close()
+
+
+def _redis(kind: str) -> StoreFactory:
+    @contextmanager
+    def open_store(tmp: Path) -> Iterator[StateStore]:
+        with open_redis(kind) as target:
+            yield RedisStateStore(target.client, target.prefix)
+
+    return open_store
+
+
+FACTORIES: dict[str, StoreFactory] = {"sqlite": _sqlite, "fakeredis": _redis("fakeredis"), "redis": _redis("redis")}
+STORE_KINDS = ("sqlite", "fakeredis", pytest.param("redis", marks=pytest.mark.integration))
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore]:
+    with FACTORIES[request.param](tmp_path) as made:
+        yield made
 
 
 def entry(source_id: str = "notes", **fields: object) -> SourceEntry:
@@ -100,8 +120,9 @@ def test_runs_and_removing_a_source_forgets_its_state(store: StateStore) -> None
     store.put_source(entry("s"))
     store.commit("s", {"a": unit()})
     store.add_dead_letter(DeadLetter(source_id="s", unit_id="a", stage="read", error="E", message="m"))
-    store.record_sync(SyncReport(source_id="s", listed=3))
-    assert store.last_sync("s") == SyncReport(source_id="s", listed=3)
+    report = SyncReport(source_id="s", listed=3)  # one object: the record may carry a timestamp
+    store.record_sync(report)
+    assert store.last_sync("s") == report
     store.remove_source("s")
     assert (store.get_source("s"), store.unit_states("s"), store.dead_letters("s"), store.last_sync("s")) == (
         None,
@@ -119,3 +140,121 @@ def test_entries_refuse_bad_ids_and_namespaces() -> None:
     with pytest.raises(ValueError, match="is not a namespace segment kind"):
         entry(namespace="robot:x")
     assert SourceConfigKind.WEB_PAGE.item_source.value == "link"
+
+
+# -- added with the Redis store ------------------------------------------------------------------------
+
+
+def letter(unit_id: str, source_id: str = "s", stage: str = "read", at: datetime | None = None) -> DeadLetter:
+    stamp = at or datetime(2026, 1, 1, tzinfo=UTC)
+    return DeadLetter(source_id=source_id, unit_id=unit_id, stage=stage, error="E", message=unit_id, at=stamp)
+
+
+def test_empty_commit_and_unknown_units_change_nothing(store: StateStore) -> None:
+    store.commit("s", {})
+    store.commit("s", {"never-there": None})
+    assert store.unit_states("s") == {}
+    assert store.manifest_entries("s", []) == {}
+    assert store.manifest_entries("s", ["a", "a"]) == {}
+
+
+def test_unit_ids_keep_every_character(store: StateStore) -> None:
+    ids = ["dir/ü ñ.md", "a:b:c", "with space", "*?[glob]", "%_like", "日本語/メモ.txt", "trailing\\"]
+    store.commit("s", {u: unit(n, n) for n, u in enumerate(ids)})
+    assert sorted(store.unit_states("s")) == sorted(ids)
+    assert store.manifest_entries("s", ids)["a:b:c"] == unit(1, 1)
+
+
+def test_large_manifest_commits_and_reads_back_exactly(store: StateStore) -> None:
+    entries = {
+        f"notes/{n:05}.md": unit(n, n * 1_000, [f"i{n}"], stale=["old"] if n % 7 == 0 else []) for n in range(7_400)
+    }
+    store.commit("s", entries)
+    states = store.unit_states("s")
+    assert len(states) == 7_400
+    assert states["notes/00014.md"] == UnitState(14, 14_000, deleted=False, has_stale=True)
+    assert states["notes/07398.md"] == UnitState(7_398, 7_398_000, deleted=False, has_stale=False)
+    assert store.manifest_entries("s", entries) == entries
+
+
+def test_concurrent_commits_are_each_all_or_nothing(store: StateStore) -> None:
+    units = [f"u{n}" for n in range(1_500)]  # more than one command's worth on Redis
+    mixed: list[set[int]] = []
+    stop = threading.Event()
+
+    def write(size: int) -> None:
+        for _ in range(6):
+            store.commit("s", {u: unit(size, size, [f"i{size}"]) for u in units})
+
+    def read() -> None:
+        while not stop.is_set():
+            sizes = {state.size for state in store.unit_states("s").values()}
+            if len(sizes) > 1:
+                mixed.append(sizes)
+
+    threads = [threading.Thread(target=write, args=(size,)) for size in (1, 2)]
+    reader = threading.Thread(target=read)
+    for thread in (*threads, reader):
+        thread.start()
+    for thread in threads:
+        thread.join()
+    stop.set()
+    reader.join()
+    assert mixed == []
+    final = store.manifest_entries("s", units)
+    (size,) = {entry.signature.size for entry in final.values()}
+    assert store.unit_states("s") == dict.fromkeys(units, UnitState(size, size, deleted=False, has_stale=False))
+
+
+def test_dead_letters_newest_first_across_sources_with_a_limit(store: StateStore) -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    for n in range(6):
+        store.add_dead_letter(letter(f"u{n}", source_id="st"[n % 2], at=t0 + timedelta(minutes=n)))
+    assert [d.unit_id for d in store.dead_letters()] == ["u5", "u4", "u3", "u2", "u1", "u0"]
+    assert [d.unit_id for d in store.dead_letters(limit=2)] == ["u5", "u4"]
+    assert [d.unit_id for d in store.dead_letters("s", limit=2)] == ["u4", "u2"]
+    assert store.dead_letters("nobody") == []
+
+
+def test_dead_letter_keeps_its_attempts_when_new_and_counts_on(store: StateStore) -> None:
+    first = letter("a").model_copy(update={"attempts": 3})
+    store.add_dead_letter(first)
+    assert store.dead_letters("s") == [first]
+    store.add_dead_letter(letter("a"))
+    assert [d.attempts for d in store.dead_letters("s")] == [4]
+
+
+def test_clearing_a_unit_leaves_longer_ids_and_other_sources(store: StateStore) -> None:
+    for unit_id, source_id in (("a", "s"), ("a.md", "s"), ("a/b", "s"), ("a", "t")):
+        store.add_dead_letter(letter(unit_id, source_id=source_id))
+    store.add_dead_letter(letter("a", stage="convert"))
+    store.clear_dead_letters("s", ["a", "missing"])
+    store.clear_dead_letters("s", [])
+    assert sorted(d.unit_id for d in store.dead_letters("s")) == ["a.md", "a/b"]
+    assert [d.source_id for d in store.dead_letters("t")] == ["t"]
+
+
+def test_purging_one_source_counts_and_spares_the_rest(store: StateStore) -> None:
+    for n in range(3):
+        store.add_dead_letter(letter(f"u{n}"))
+    store.add_dead_letter(letter("u0", source_id="t"))
+    assert store.purge_dead_letters("s") == 3
+    assert store.purge_dead_letters("s") == 0
+    assert [d.source_id for d in store.dead_letters()] == ["t"]
+    assert store.purge_dead_letters() == 1
+    assert store.dead_letters() == []
+
+
+def test_removing_a_source_spares_the_others(store: StateStore) -> None:
+    for source_id in ("s", "t"):
+        store.put_source(entry(source_id))
+        store.commit(source_id, {"a": unit()})
+        store.add_dead_letter(letter("a", source_id=source_id))
+        store.record_sync(SyncReport(source_id=source_id, listed=len(source_id)))
+    store.remove_source("s")
+    store.remove_source("never-there")
+    assert [e.id for e in store.list_sources()] == ["t"]
+    assert store.unit_states("t") == {"a": UnitState(1, 2, deleted=False, has_stale=False)}
+    assert [d.source_id for d in store.dead_letters()] == ["t"]
+    assert store.last_sync("s") is None
+    assert store.last_sync("t").listed == 1  # type: ignore[union-attr]

@@ -1,0 +1,83 @@
+"""The Celery app of the distributed pipeline: broker, queues, the settings that matter, the tasks.
+
+Tasks are thin: each unpacks ids and calls one job function of `worker.jobs` with the worker
+process's runtime (`worker.cluster`). Messages are JSON (ids and changes), never pickles; no result
+is stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+from kombu import Queue
+
+from engines.contract import ConfigError
+from worker.keys import Keys
+from worker.queues import ALL_QUEUES, BEAT_TASK, RULES, SYNC_QUEUE
+from worker.settings import Settings
+
+
+def check_time_limits(settings: Settings) -> None:
+    """Refuse a broker visibility timeout that is not larger than the hard task time limit.
+
+    Redis redelivers an unacknowledged message after the visibility timeout; were it shorter than a
+    task may run, a long batch would be delivered to a second worker while the first still runs it.
+    """
+    if settings.visibility_timeout_s <= settings.task_hard_limit_s:
+        raise ConfigError(
+            f"the broker visibility timeout ({settings.visibility_timeout_s:g} s) must be larger than the hard task "
+            f"time limit ({settings.task_hard_limit_s:g} s): raise TINYMEMORY_VISIBILITY_TIMEOUT_S or lower "
+            "TINYMEMORY_TASK_HARD_LIMIT_S"
+        )
+    if settings.task_soft_limit_s >= settings.task_hard_limit_s:
+        raise ConfigError(
+            f"the soft task time limit ({settings.task_soft_limit_s:g} s) must be below the hard one "
+            f"({settings.task_hard_limit_s:g} s): lower TINYMEMORY_TASK_SOFT_LIMIT_S"
+        )
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """The Celery settings, from one settings object (the same for every role)."""
+    return {
+        "broker_url": settings.redis_url.get_secret_value(),
+        "broker_connection_retry_on_startup": True,
+        # Celery's own keys (queues, unacked messages) start with the project's prefix too.
+        "broker_transport_options": {
+            "visibility_timeout": settings.visibility_timeout_s,
+            "global_keyprefix": Keys(settings.redis_prefix).celery(),
+        },
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_soft_time_limit": settings.task_soft_limit_s,
+        "task_time_limit": settings.task_hard_limit_s,
+        "task_ignore_result": True,
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "task_queues": tuple(Queue(name, routing_key=name) for name in ALL_QUEUES),
+        "task_default_queue": SYNC_QUEUE,
+        "worker_hijack_root_logger": False,
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "beat_schedule": {
+            "tm-beat-tick": {"task": BEAT_TASK, "schedule": settings.beat_tick_s, "options": {"queue": SYNC_QUEUE}}
+        },
+    }
+
+
+def create_app(settings: Settings) -> Celery:
+    """A configured app with the tasks registered; refuses unsafe time limits."""
+    check_time_limits(settings)
+    app = Celery("tinymemory")
+    app.conf.update(celery_config(settings))
+    app.conf.tinymemory_settings = settings
+    from worker import tasks  # registers the tasks on this app
+
+    tasks.register(app)
+    return app
+
+
+def expiry_of(queue: str) -> float | None:
+    """How long a message may wait in `queue` before it is dropped (None: never)."""
+    return RULES[queue].expires_s
