@@ -50,6 +50,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
+        # On a lost broker connection, running late-ack tasks are cancelled (they are redelivered and
+        # replay): otherwise their acks are lost and they hold the prefetch slot, and the worker stalls.
+        "worker_cancel_long_running_tasks_on_connection_loss": True,
         "task_soft_time_limit": settings.task_soft_limit_s,
         "task_time_limit": settings.task_hard_limit_s,
         "task_ignore_result": True,

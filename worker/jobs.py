@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 
 from engines.contract import Error, ForgetTarget, ItemId, UnavailableError
 from pipeline.batch import StoredUnit, UnitItems, store_units
-from sources import Unit
+from sources import Listing, Unit
 from worker.context import JobContext
 from worker.model import BatchReport, Change, DeadLetter, ManifestEntry, SyncReport
 from worker.state import UnitState
@@ -45,13 +45,7 @@ async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | No
     listing = await asyncio.to_thread(reader.list_units)
     states = ctx.state.unit_states(source_id)
     changes = diff_units(listing.units, states, set(hints) if hints is not None else None)
-    changes, held_back = _without_dead_letters(ctx, source_id, changes)
-    for skipped in listing.skipped:
-        ctx.state.add_dead_letter(
-            DeadLetter(
-                source_id=source_id, unit_id=skipped.unit_id, stage="list", error="Skipped", message=skipped.reason
-            )
-        )
+    changes, held_back = _settle_dead_letters(ctx, source_id, listing, changes)
     deletes = sum(c.action == "delete" for c in changes)
     batches = [changes[i : i + MAX_BATCH_CHANGES] for i in range(0, len(changes), MAX_BATCH_CHANGES)]
     ctx.progress.planned(len(changes))
@@ -70,18 +64,31 @@ async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | No
     return report
 
 
-def _without_dead_letters(ctx: JobContext, source_id: str, changes: list[Change]) -> tuple[list[Change], int]:
-    """Leave out units that failed as they are now (same size and mtime): retrying them cannot help.
+MAX_LETTERS_READ = 100_000
 
-    They are tried again once the file changes, or after `dlq replay` clears their letters.
+
+def _settle_dead_letters(
+    ctx: JobContext, source_id: str, listing: Listing, changes: list[Change]
+) -> tuple[list[Change], int]:
+    """Bring the source's dead letters in line with the listing, and hold back hopeless retries.
+
+    A file skipped at listing gets a letter (once: the same reason again is not a new failure); the
+    letters of files that are gone are dropped; a unit that failed as it is now (same size and
+    mtime) is left out of the changes, since retrying cannot help. It is tried again once it
+    changes, or after `dlq replay` clears its letter.
     """
-    failed = {
-        (d.unit_id, d.size, d.mtime_ns)
-        for d in ctx.state.dead_letters(source_id)
-        if d.stage != "list" and d.size is not None
-    }
-    if not failed:
-        return changes, 0
+    letters = ctx.state.dead_letters(source_id, limit=MAX_LETTERS_READ)
+    held = {(d.unit_id, d.stage): d for d in letters}
+    for skipped in listing.skipped:
+        known = held.get((skipped.unit_id, "list"))
+        if known is None or known.message != skipped.reason:
+            letter = DeadLetter(
+                source_id=source_id, unit_id=skipped.unit_id, stage="list", error="Skipped", message=skipped.reason
+            )
+            ctx.state.add_dead_letter(letter)
+    present = {u.id for u in listing.units} | {s.unit_id for s in listing.skipped}
+    ctx.state.clear_dead_letters(source_id, sorted({d.unit_id for d in letters} - present))
+    failed = {(d.unit_id, d.size, d.mtime_ns) for d in letters if d.stage != "list" and d.size is not None}
     kept = [c for c in changes if c.action == "delete" or (c.unit_id, c.size, c.mtime_ns) not in failed]
     return kept, len(changes) - len(kept)
 

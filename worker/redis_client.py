@@ -22,7 +22,7 @@ from engines.contract import ConfigError, EngineError, UnavailableError
 SOCKET_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 5.0
 HEALTH_CHECK_INTERVAL_S = 30
-RETRIES = 3
+RETRIES = 12
 
 # Order matters: the credential errors are ConnectionError subclasses but retrying cannot fix them.
 _REFUSED = (rx.AuthenticationError, rx.AuthorizationError, rx.NoPermissionError, rx.ExternalAuthProviderError)
@@ -51,8 +51,9 @@ def redis_from_url(url: str | SecretStr) -> redis.Redis:
             socket_timeout=SOCKET_TIMEOUT_S,
             socket_connect_timeout=CONNECT_TIMEOUT_S,
             health_check_interval=HEALTH_CHECK_INTERVAL_S,
-            # Backoff 50 ms doubling to 1 s: rides out a restart or a failover, not an outage.
-            retry=Retry(ExponentialWithJitterBackoff(cap=1.0, base=0.05), RETRIES),
+            # Backoff 50 ms doubling to 2 s, twelve times (about 15 s in all): rides out a restart or a
+            # failover, during which a job simply waits; a longer outage surfaces as UnavailableError.
+            retry=Retry(ExponentialWithJitterBackoff(cap=2.0, base=0.05), RETRIES),
             retry_on_error=[rx.ConnectionError, rx.TimeoutError],
             client_name="tinymemory",
         )

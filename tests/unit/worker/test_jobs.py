@@ -292,3 +292,16 @@ async def test_batches_hold_at_most_100_changes(world: World) -> None:
     assert bulks == [True, True, True]  # a sync of several batches is a backfill
     assert len(await world.items()) == 250
     assert os.path.basename((await world.items())[0].meta.file_path or "") == "n000.md"
+
+
+async def test_letters_follow_the_folder_gone_files_lose_theirs_skips_are_not_recounted(world: World) -> None:
+    world.reader.put("bad.md", b"\xff not text")
+    world.reader.skipped.append(Skipped(unit_id="big.log", reason="too big"))
+    await world.sync()
+    await world.sync()
+    letters = {d.unit_id: d for d in world.state.dead_letters("src")}
+    assert letters["big.log"].attempts == 1  # the same skip seen twice is one failure
+    del world.reader.files["bad.md"]
+    world.reader.skipped.clear()
+    await world.sync()
+    assert world.state.dead_letters("src") == []

