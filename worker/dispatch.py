@@ -16,9 +16,9 @@ from worker.model import BatchReport, Change
 class InProcessDispatcher:
     """Runs ingest batches in this process, up to `in_flight` at once, and keeps their reports.
 
-    One at a time by default: measured on two cores, a second batch in flight slowed a backfill
-    down (both compete for the interpreter lock). `drain()` waits for every batch dispatched so far
-    and re-raises the first failure.
+    One at a time by default: on two cores, a second batch in flight (even one that only prepares
+    while the first is written) gained nothing measurable, both competing for the interpreter lock.
+    `drain()` waits for every batch dispatched so far and re-raises the first failure.
     """
 
     def __init__(self, in_flight: int = 1) -> None:

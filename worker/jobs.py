@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 
 from engines.contract import Error, ForgetTarget, ItemId, UnavailableError
 from pipeline.batch import StoredUnit, UnitItems, store_units
+from pipeline.sniff import DocumentFormat, sniff
 from sources import Listing, Unit
 from worker.context import JobContext
 from worker.model import BatchReport, Change, DeadLetter, ManifestEntry, SyncReport
@@ -30,6 +31,9 @@ from worker.units import UnitReading, UnitStageError, read_unit
 logger = logging.getLogger(__name__)
 
 MAX_BATCH_CHANGES = 100
+_TEXT_FORMATS = frozenset(
+    {DocumentFormat.MARKDOWN, DocumentFormat.PLAIN_TEXT, DocumentFormat.CODE, DocumentFormat.UNKNOWN}
+)
 
 
 async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | None = None) -> SyncReport:
@@ -93,6 +97,11 @@ def _settle_dead_letters(
     return kept, len(changes) - len(kept)
 
 
+def needs_converter_worker(unit_id: str) -> bool:
+    """Whether a unit's name says it is a document (PDF, Office, HTML…) rather than plain text or code."""
+    return sniff(b"", unit_id) not in _TEXT_FORMATS
+
+
 def diff_units(units: Iterable[Unit], states: dict[str, UnitState], hints: set[str] | None) -> list[Change]:
     """The changes that bring the manifest in line with a listing: new or moved units (size or mtime
     differ) are upserts, units no longer listed are deletes. A unit whose entry still holds stale ids or
@@ -121,6 +130,10 @@ async def ingest_batch(ctx: JobContext, source_id: str, changes: Sequence[Change
     batch = _Batch(ctx, source_id, previous)
     await batch.delete([c.unit_id for c in changes if c.action == "delete"])
     upserts = [c for c in changes if c.action == "upsert"]
+    if any(needs_converter_worker(c.unit_id) for c in upserts):
+        warm = getattr(ctx.converter, "warm", None)
+        if callable(warm):
+            warm()  # start converter processes while the first files are being read
     reader = ctx.readers.reader_for(entry)
     limit = asyncio.Semaphore(ctx.settings.convert_concurrency)
 

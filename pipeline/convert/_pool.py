@@ -45,6 +45,31 @@ class ConverterPool:
         for worker in self._workers:
             self._idle.put(worker)
         self._closed = threading.Event()
+        self._warming = threading.Event()
+
+    def warm(self) -> None:
+        """Start the workers now, in the background, so the first document needing one does not wait.
+
+        Idempotent and cheap to call: a caller that sees a PDF coming calls it before reading it.
+        """
+        if self._closed.is_set() or self._warming.is_set():
+            return
+        self._warming.set()
+        threading.Thread(target=self._start_idle_workers, name="tm-converter-warm", daemon=True).start()
+
+    def _start_idle_workers(self) -> None:
+        taken: list[WorkerProcess] = []
+        while True:
+            try:
+                taken.append(self._idle.get_nowait())
+            except queue.Empty:
+                break
+        try:
+            for worker in taken:
+                worker.start()
+        finally:
+            for worker in taken:
+                self._idle.put(worker)
 
     @property
     def limits(self) -> ConvertLimits:

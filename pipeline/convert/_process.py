@@ -107,6 +107,13 @@ class WorkerProcess:
             return InvalidRequestError(f"conversion of {raw.label} ran out of its {ceiling} memory ceiling")
         return EngineError(f"conversion of {raw.label} failed: its worker process {_exit_story(exitcode)}")
 
+    def start(self) -> None:
+        """Start the process now if it is not running; a failure to start is left for the next job."""
+        try:
+            self._connection()
+        except Error:
+            return
+
     def _connection(self) -> Connection:
         """The live process's pipe, starting a process first when there is none or it died."""
         with self._lock:
