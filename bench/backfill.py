@@ -150,6 +150,8 @@ def count_letters(runtime: EmbeddedRuntime, source_id: str, units: Sequence[str]
 async def run_ours(root: Path, deleted: Sequence[str], workers: int, data_dir: Path) -> Ours:
     ours = Ours()
     with EmbeddedRuntime(Settings(data_dir=data_dir, convert_workers=workers)) as runtime:
+        # Warm like the floor's pool: both are timed converting, not starting processes.
+        runtime.converter.warm(wait=True)
         source_id = runtime.source_for_path(root).id
         ours.steps.append(await timed_sync(runtime, source_id))
         ours.failed_units = sorted({letter.unit_id for letter in runtime.state.dead_letters(source_id)})

@@ -46,16 +46,22 @@ class ConverterPool:
             self._idle.put(worker)
         self._closed = threading.Event()
         self._warming = threading.Event()
+        self._warmer: threading.Thread | None = None
 
-    def warm(self) -> None:
+    def warm(self, *, wait: bool = False) -> None:
         """Start the workers now, in the background, so the first document needing one does not wait.
 
         Idempotent and cheap to call: a caller that sees a PDF coming calls it before reading it.
+        With `wait`, return once they are ready (a benchmark measuring warm conversion does this).
         """
-        if self._closed.is_set() or self._warming.is_set():
+        if self._closed.is_set():
             return
-        self._warming.set()
-        threading.Thread(target=self._start_idle_workers, name="tm-converter-warm", daemon=True).start()
+        if not self._warming.is_set():
+            self._warming.set()
+            self._warmer = threading.Thread(target=self._start_idle_workers, name="tm-converter-warm", daemon=True)
+            self._warmer.start()
+        if wait and self._warmer is not None:
+            self._warmer.join()
 
     def _start_idle_workers(self) -> None:
         taken: list[WorkerProcess] = []
