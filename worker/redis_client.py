@@ -37,7 +37,7 @@ _TRANSIENT = (
 )
 
 
-def redis_from_url(url: str | SecretStr) -> redis.Redis:
+def redis_from_url(url: str | SecretStr, *, retries: int = RETRIES) -> redis.Redis:
     """A sync client for `url` (redis://, rediss://, unix://) with timeouts and a few quick retries.
 
     Connecting happens on first use, so this raises only `ConfigError` for a malformed URL; the
@@ -53,7 +53,7 @@ def redis_from_url(url: str | SecretStr) -> redis.Redis:
             health_check_interval=HEALTH_CHECK_INTERVAL_S,
             # Backoff 50 ms doubling to 2 s, twelve times (about 15 s in all): rides out a restart or a
             # failover, during which a job simply waits; a longer outage surfaces as UnavailableError.
-            retry=Retry(ExponentialWithJitterBackoff(cap=2.0, base=0.05), RETRIES),
+            retry=Retry(ExponentialWithJitterBackoff(cap=2.0, base=0.05), retries),
             retry_on_error=[rx.ConnectionError, rx.TimeoutError],
             client_name="tinymemory",
         )
