@@ -58,16 +58,12 @@ def version() -> None:
 
 def load_settings(config: Path | None) -> Settings:
     """Read the settings once, at start-up; a bad value stops the command with a clear message."""
-    import os
-
     from pydantic import ValidationError
 
     from worker.settings import Settings
 
-    if config is not None:
-        os.environ["TINYMEMORY_CONFIG"] = str(config)
     try:
-        return Settings()
+        return Settings.load(config)
     except (ValidationError, ValueError) as err:
         raise typer.BadParameter(f"invalid settings: {err}") from err
 

@@ -34,8 +34,9 @@ class BarProgress(JobProgress):
 
     def __init__(self, bar: Progress) -> None:
         self.bar = bar
-        self.task = bar.add_task("ingesting", total=None, items=0, errors=0, redactions=0)
-        self.items = self.errors = self.redactions = 0
+        self.task = bar.add_task("ingesting", total=None, items=0, errors=0, rate="")
+        self.items = self.errors = self.redactions = self.done = 0
+        self.started = time.monotonic()
 
     def planned(self, units: int) -> None:
         self.bar.update(self.task, total=units)
@@ -43,7 +44,10 @@ class BarProgress(JobProgress):
     def advanced(self, units: int = 0, items: int = 0, failed: int = 0) -> None:
         self.items += items
         self.errors += failed
-        self.bar.update(self.task, advance=units + failed, items=self.items, errors=self.errors)
+        self.done += units + failed
+        elapsed = time.monotonic() - self.started
+        rate = f" · {self.done / elapsed:,.0f} files/s" if elapsed > 0.5 else ""
+        self.bar.update(self.task, advance=units + failed, items=self.items, errors=self.errors, rate=rate)
 
     def redacted(self, report: SanitizationReport) -> None:
         total = report.blocked_secret_hits + report.text_redactions + report.key_redactions + report.pii_redactions
@@ -55,7 +59,7 @@ def _bar(quiet: bool) -> Progress:
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("files · {task.fields[items]} items · {task.fields[errors]} errors"),
+        TextColumn("files · {task.fields[items]} items · {task.fields[errors]} errors{task.fields[rate]}"),
         TimeElapsedColumn(),
         console=console,
         disable=quiet,

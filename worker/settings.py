@@ -7,6 +7,7 @@ factory reads the environment: they pass these typed values down.
 
 from __future__ import annotations
 
+import contextvars
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +22,8 @@ from pydantic_settings import (
 
 from engines.registry import MemoryConfig
 from engines.settings import EngineCredential, EngineSettings
+
+_CONFIG_FILE: contextvars.ContextVar[str | None] = contextvars.ContextVar("tinymemory_config_file", default=None)
 
 
 def default_data_dir() -> Path:
@@ -64,10 +67,19 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        config = os.environ.get("TINYMEMORY_CONFIG")
+        config = _CONFIG_FILE.get() or os.environ.get("TINYMEMORY_CONFIG")
         if config:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config)))
         return tuple(sources)
+
+    @classmethod
+    def load(cls, config: Path | None = None) -> Settings:
+        """The settings from the environment and `config` (a TOML file; else `TINYMEMORY_CONFIG`'s)."""
+        token = _CONFIG_FILE.set(str(config) if config is not None else None)
+        try:
+            return cls()
+        finally:
+            _CONFIG_FILE.reset(token)
 
     @property
     def memory_file(self) -> Path:

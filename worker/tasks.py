@@ -111,18 +111,18 @@ def run_beat_tick(app: Celery) -> int:
 def register(app: Celery) -> None:
     """Register the tasks on `app` under their stable names."""
 
-    @app.task(name=SYNC_TASK, ignore_result=True)
+    @app.task(name=SYNC_TASK, ignore_result=True, shared=False)
     def sync_source(
         source_id: str, hints: list[str] | None = None, token: str | None = None, run_id: str | None = None
     ) -> None:
         run_sync(app, source_id, hints, token, run_id)
 
-    @app.task(name=INGEST_TASK, bind=True, ignore_result=True)
+    @app.task(name=INGEST_TASK, bind=True, ignore_result=True, shared=False)
     def ingest_batch(
         self: Task[Any, None], source_id: str, changes: list[dict[str, Any]], run_id: str | None = None
     ) -> None:
         run_ingest(self, source_id, changes, run_id)
 
-    @app.task(name=BEAT_TASK, ignore_result=True)
+    @app.task(name=BEAT_TASK, ignore_result=True, shared=False)
     def beat_tick() -> int:
         return run_beat_tick(app)

@@ -1,0 +1,133 @@
+"""The command line in embedded mode (SQLite state, local engine), driven in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from worker.cli import app
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TINYMEMORY_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TINYMEMORY_CONVERT_WORKERS", "1")
+    monkeypatch.delenv("TINYMEMORY_CONFIG", raising=False)
+    runner = CliRunner()
+
+    def invoke(*args: str) -> tuple[int, str]:
+        result = runner.invoke(app, list(args), catch_exceptions=False)
+        return result.exit_code, result.stdout
+
+    return invoke
+
+
+def _notes(root: Path) -> Path:
+    folder = root / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "plan.md").write_text("# Plan\n\nThe quarzite launch is on Friday.\n")
+    (folder / "sub" / "bad.md").write_bytes(b"\xff\xfe not text")
+    return folder
+
+
+def test_version_and_help(run) -> None:  # type: ignore[no-untyped-def]
+    code, out = run("version")
+    assert code == 0 and out.startswith("tinymemory-ingest ")
+
+
+def test_ingest_then_read_commands(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = _notes(tmp_path)
+    code, out = run("ingest", str(folder), "--json")
+    assert code == 0
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert (summary["files_listed"], summary["items_stored"], summary["errors"]) == (2, 1, 1)
+
+    code, out = run("fetch", "quarzite", "--mode", "keyword", "--json")
+    hits = json.loads(out)["hits"]
+    assert code == 0 and len(hits) == 1 and hits[0]["meta"]["file_path"].endswith("plan.md")
+    code, out = run("recall", "when is the quarzite launch?", "--json")
+    assert code == 0 and "Friday" in json.loads(out)["answer"]
+    code, out = run("list", "--json")
+    assert code == 0 and len(json.loads(out)["hits"]) == 1
+    code, out = run("dlq", "list", "--json")
+    (letter,) = json.loads(out)
+    assert (letter["unit_id"], letter["stage"]) == ("sub/bad.md", "convert")
+
+
+def test_fetch_refuses_an_unknown_mode(run) -> None:  # type: ignore[no-untyped-def]
+    runner = CliRunner()
+    result = runner.invoke(app, ["fetch", "x", "--mode", "psychic"])
+    assert result.exit_code != 0 and "mode must be one of keyword, vector, hybrid" in result.output
+
+
+def test_sources_add_list_show_sync_rm(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = _notes(tmp_path)
+    code, source_id = run("sources", "add", "folder", str(folder), "--id", "notes", "--namespace", "team:acme")
+    assert (code, source_id.strip()) == (0, "notes")
+    code, out = run("sources", "list", "--json")
+    assert [s["id"] for s in json.loads(out)] == ["notes"]
+    code, out = run("sources", "sync", "notes")
+    assert code == 0 and "synced: 2 changed" in out
+    code, out = run("sources", "show", "notes", "--json")
+    shown = json.loads(out)
+    assert (shown["units"], shown["dead_letters"], shown["source"]["namespace"]) == (1, 1, "team:acme")
+    code, out = run("sources", "rm", "notes")
+    assert code == 0 and "1 items forgotten" in out
+    code, out = run("list", "--json")
+    assert json.loads(out)["hits"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("sources", "add", "rss", "https://example.com/feed"), "not available in this build yet"),
+        (("sources", "add", "folder", "/nonexistent/path"), "does not exist"),
+        (("sources", "add", "folder", "NOTES_FILE"), "is not a folder"),
+        (("sources", "add", "folder", "NOTES", "--namespace", "robot:x"), "is not a namespace segment kind"),
+        (("sources", "show", "nope"), "no source 'nope'"),
+    ],
+)
+def test_sources_refusals_name_the_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args, message) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TINYMEMORY_DATA_DIR", str(tmp_path / "data"))
+    folder = _notes(tmp_path)
+    args = tuple(str(folder / "plan.md") if a == "NOTES_FILE" else str(folder) if a == "NOTES" else a for a in args)
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_dlq_replay_retries_and_purge_clears(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = _notes(tmp_path)
+    run("sources", "add", "folder", str(folder), "--id", "notes")
+    run("sources", "sync", "notes")
+    (folder / "sub" / "bad.md").write_text("fixed: now readable\n")
+    code, out = run("dlq", "replay")
+    assert code == 0 and "notes: 1 units" in out
+    code, out = run("dlq", "list", "--json")
+    assert json.loads(out) == []
+    (folder / "sub" / "bad.md").write_bytes(b"\xff broken again")
+    run("sources", "sync", "notes")
+    code, out = run("dlq", "purge")
+    assert code == 0 and "1 dead letters purged" in out
+
+
+def test_config_prints_settings_with_secrets_masked(run, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TINYMEMORY_ENGINE_KEY", "sk-super-secret")
+    monkeypatch.setenv("TINYMEMORY_REDIS_URL", "redis://:hunter2@redis.internal:6379/0")
+    code, out = run("config")
+    shown = json.loads(out)
+    assert code == 0 and "sk-super-secret" not in out and "hunter2" not in out
+    assert shown["engine_key"] == "**********"
+
+
+def test_a_toml_config_file_is_read_and_environment_wins(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "tinymemory.toml"
+    config.write_text('engine = "reference"\nmax_file_mb = 3.5\nconvert_timeout_s = 12\n')
+    monkeypatch.setenv("TINYMEMORY_CONVERT_TIMEOUT_S", "7")
+    code, out = run("config", "--config", str(config))
+    shown = json.loads(out)
+    assert code == 0
+    assert (shown["engine"], shown["max_file_mb"], shown["convert_timeout_s"]) == ("reference", 3.5, 7.0)
