@@ -1,7 +1,7 @@
 """Benchmark of a folder backfill: first ingest, unchanged re-sync, deletions; against markitdown and two peers.
 
-    .venv/bin/python bench/backfill.py ../shared/corpus/tldr-pages [--workers N] [--deleted 10]
-                                       [--skip-peers] [--skip-floor]
+    .venv/bin/python bench/backfill.py ../shared/corpus/tldr-pages [--mode embedded|celery|both] [--workers N]
+                                       [--deleted 10] [--skip-peers] [--skip-floor]
 
 The folder is copied into a temporary directory first (the original is never touched), then, each in this
 process and timed around the work only (not start-up):
@@ -13,11 +13,16 @@ process and timed around the work only (not start-up):
               the same files and the same deletions (needs the `bench` extra; skipped without it);
   floor       markitdown alone (`MarkItDown().convert(path)`, exceptions swallowed) over the same files in a warm
               pool of as many processes as our converter pool has;
-  command     the wall time of the whole `tinymemory ingest FOLDER --json`, first and unchanged.
+  command     the wall time of the whole `tinymemory ingest FOLDER --json`, first and unchanged;
+  celery      (`--mode celery` or `both`) the same three steps through `--workers` `tinymemory worker --concurrency 1`
+              processes on the local Redis (a fresh prefix, data directory and copy of the folder; started and
+              warmed before the clock, which starts at the enqueue: see `_celery.py`), with each worker's peak RSS
+              and Redis's memory after the run. `--mode embedded` (the default) prints what it always did.
 Targets (scrubbing, persistent engine): unchanged re-sync <= 0.15 s with zero reads; 10 deletions <= 0.2 s;
 first ingest of tldr-pages <= 2 s; first ingest >= 0.9 of the markitdown floor (floor time / ours; for another
 folder the table's first-ingest target is the floor's time / 0.9); `tinymemory ingest` of an unchanged folder
-< 1 s of wall time. The issue's figures for the peers over tldr-pages (first / unchanged / 10 deleted):
+< 1 s of wall time; Celery mode >= 0.85 of the floor with two workers, Redis < 50 MB after the run. The issue's
+figures for the peers over tldr-pages (first / unchanged / 10 deleted):
 LangChain 0.48 / 0.29 / 0.34 s, LlamaIndex 2.48 / 0.34 / 0.18 s.
 """
 
@@ -29,29 +34,33 @@ import gc
 import json
 import logging
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from engines.contract import ListRequest, MetaFilter
+from _celery import CeleryPipeline, MemorySampler, count_items, embedded_rss_line, print_report, run_celery
+
+from engines.contract import MetaFilter
 from worker.embedded import EmbeddedRuntime
 from worker.model import BatchReport, SyncReport
 from worker.settings import Settings
+from worker.state import StateStore
 
 TARGET_FIRST_S = {"tldr-pages": 2.0}
 TARGET_UNCHANGED_S = 0.15
 TARGET_DELETED_S = 0.2
 TARGET_FLOOR_RATIO = 0.9
+TARGET_CELERY_FLOOR_RATIO = 0.85
 TARGET_COMMAND_S = 1.0
 STEPS = ("first ingest", "unchanged re-sync", "deletions")
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,11 @@ class Synced:
     @property
     def units(self) -> int:
         return sum(b.units + b.unchanged + b.failed for b in self.batches)
+
+    @property
+    def unfinished(self) -> int:
+        """Changes the sync dispatched that no batch reported done or failed (a batch that raised)."""
+        return max(0, self.sync.upserts + self.sync.deletes - self.units)
 
 
 @dataclass
@@ -118,55 +132,63 @@ def pick_deleted(files: Sequence[str], count: int) -> list[str]:
 # -- ours ------------------------------------------------------------------------------------------------
 
 
-async def timed(work: Awaitable[T]) -> tuple[float, T]:
-    started = time.perf_counter()
-    result = await work
-    return time.perf_counter() - started, result
-
-
 async def timed_sync(runtime: EmbeddedRuntime, source_id: str) -> Synced:
     gc.collect()
-    seconds, (sync, batches) = await timed(runtime.sync(source_id))
-    return Synced(seconds, sync, batches)
+    started = time.perf_counter()
+    sync, batches = await runtime.sync(source_id)
+    return Synced(time.perf_counter() - started, sync, batches)
 
 
-async def count_items(runtime: EmbeddedRuntime, file_path: str | None = None) -> int:
-    """Items in memory, all of them or those of one file (`engine.list`, paged)."""
-    count, cursor = 0, None
-    while True:
-        page = await runtime.engine.list(ListRequest(filter=MetaFilter(file_path=file_path), limit=1000, cursor=cursor))
-        count += len(page.items)
-        cursor = page.next_cursor
-        if cursor is None or not page.items:
-            return count
+Sync = Callable[[], Awaitable[Synced]]
+Items = Callable[[str | None], Awaitable[int]]  # items in memory of one file path, or of all (None)
+Letters = Callable[[], list[str]]  # the units of the source's dead letters
 
 
-def count_letters(runtime: EmbeddedRuntime, source_id: str, units: Sequence[str]) -> int:
-    """Dead letters left for these units (a file that failed and is then deleted should leave none)."""
-    wanted = set(units)
-    return sum(letter.unit_id in wanted for letter in runtime.state.dead_letters(source_id, limit=1_000_000))
+async def run_steps(sync: Sync, items: Items, letters: Letters, root: Path, deleted: Sequence[str]) -> Ours:
+    """The three steps through either pipeline, with the counts the checks need."""
+    ours, gone = Ours(), set(deleted)
+    ours.steps.append(await sync())
+    ours.failed_units = sorted(set(letters()))
+    ours.steps.append(await sync())
+    ours.total_before = await items(None)
+    ours.deleted_letters_before = sum(unit in gone for unit in letters())
+    for rel in deleted:
+        ours.deleted_items_before += await items(f"{root}/{rel}")
+        (root / rel).unlink()
+    ours.steps.append(await sync())
+    ours.total_after = await items(None)
+    ours.deleted_letters_after = sum(unit in gone for unit in letters())
+    for rel in deleted:
+        ours.deleted_items_after += await items(f"{root}/{rel}")
+    return ours
+
+
+def letters_of(state: StateStore, source_id: str) -> Letters:
+    return lambda: [letter.unit_id for letter in state.dead_letters(source_id, limit=1_000_000)]
 
 
 async def run_ours(root: Path, deleted: Sequence[str], workers: int, data_dir: Path) -> Ours:
-    ours = Ours()
     with EmbeddedRuntime(Settings(data_dir=data_dir, convert_workers=workers)) as runtime:
         # Warm like the floor's pool: both are timed converting, not starting processes.
         runtime.converter.warm(wait=True)
         source_id = runtime.source_for_path(root).id
-        ours.steps.append(await timed_sync(runtime, source_id))
-        ours.failed_units = sorted({letter.unit_id for letter in runtime.state.dead_letters(source_id)})
-        ours.steps.append(await timed_sync(runtime, source_id))
-        ours.total_before = await count_items(runtime)
-        ours.deleted_letters_before = count_letters(runtime, source_id, deleted)
-        for rel in deleted:
-            ours.deleted_items_before += await count_items(runtime, f"{root}/{rel}")
-            (root / rel).unlink()
-        ours.steps.append(await timed_sync(runtime, source_id))
-        ours.total_after = await count_items(runtime)
-        ours.deleted_letters_after = count_letters(runtime, source_id, deleted)
-        for rel in deleted:
-            ours.deleted_items_after += await count_items(runtime, f"{root}/{rel}")
-    return ours
+        letters = letters_of(runtime.state, source_id)
+
+        async def items(file_path: str | None) -> int:
+            return await count_items(runtime.engine, MetaFilter(file_path=file_path))
+
+        return await run_steps(lambda: timed_sync(runtime, source_id), items, letters, root, deleted)
+
+
+async def celery_steps(cluster: CeleryPipeline, root: Path, deleted: Sequence[str]) -> Ours:
+    """The same steps through Celery workers (`_celery.run_celery` starts, warms and measures them)."""
+    source_id = cluster.add_folder("bench", root)
+
+    async def sync() -> Synced:
+        step = cluster.sync(source_id)
+        return Synced(step.seconds, step.sync, step.batches)
+
+    return await run_steps(sync, partial(cluster.items, source_id), letters_of(cluster.state, source_id), root, deleted)
 
 
 # -- the peers ---------------------------------------------------------------------------------------------
@@ -234,51 +256,55 @@ def over(a: float, b: float | None) -> float | None:
     return None if b is None or b <= 0 else a / b
 
 
-def print_table(ours: Ours, peers: dict[str, list[Any]], deleted: int, first_target: float | None) -> None:
+def print_table(runs: dict[str, Ours], peers: dict[str, list[Any]], deleted: int, first_target: float | None) -> None:
+    """One row per step: each run's time (ours = embedded, celery), the peers', the ratios and the targets."""
     targets = [first_target, TARGET_UNCHANGED_S, TARGET_DELETED_S]
     names = ["LangChain", "LlamaIndex"]
-    header = ["step", "ours", *names, *(f"ours/{n}" for n in names), "target", "ours/target"]
-    rows = [header]
+    first, both = next(iter(runs)), len(runs) > 1
+    header = ["step", *runs, *(["celery/ours"] if both else []), *names, *(f"{first}/{n}" for n in names), "target"]
+    rows = [[*header, *(f"{run}/target" for run in runs)]]
     for n, (label, target) in enumerate(zip(STEPS, targets, strict=True)):
-        ours_s = ours.steps[n].seconds
+        times = [run.steps[n].seconds for run in runs.values()]
         theirs = [peers[name][n].seconds if name in peers else None for name in names]
         label = f"{deleted} deleted" if label == "deletions" else label
         rows.append(
             [
                 label,
-                fmt_s(ours_s),
+                *(fmt_s(t) for t in times),
+                *([fmt_ratio(over(times[1], times[0]))] if both else []),
                 *(fmt_s(t) for t in theirs),
-                *(fmt_ratio(over(ours_s, t)) for t in theirs),
+                *(fmt_ratio(over(times[0], t)) for t in theirs),
                 "—" if target is None else f"<= {target:.3g} s",
-                fmt_ratio(over(ours_s, target)),
+                *(fmt_ratio(over(t, target)) for t in times),
             ]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print(" | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
 
 
-def print_checks(ours: Ours, deleted: int) -> None:
+def print_checks(ours: Ours, deleted: int, run: str = "") -> None:
     first, unchanged, gone = ours.steps
     print(
-        f"first ingest: {first.sync.listed} files listed, {first.sync.upserts} changed, {first.items} items stored "
-        f"({first.items / first.seconds:,.0f} items/s, {first.sync.upserts / first.seconds:,.0f} files/s), "
+        f"{run}first ingest: {first.sync.listed} files listed, {first.sync.upserts} changed, {first.items} items "
+        f"stored ({first.items / first.seconds:,.0f} items/s, {first.sync.upserts / first.seconds:,.0f} files/s), "
         f"{first.failed} failed, {first.sync.skipped} skipped at listing"
         + (f" (failed: {', '.join(ours.failed_units)})" if ours.failed_units else "")
+        + (f"  [FAIL: {first.unfinished} changes never finished]" if first.unfinished else "")
     )
     reads = unchanged.sync.upserts + unchanged.units
     verdict = "OK" if reads == 0 and unchanged.sync.deletes == 0 else "FAIL"
     held_back = getattr(unchanged.sync, "held_back", 0)  # failed files left alone until they change
     print(
-        f"unchanged re-sync: {unchanged.sync.listed} listed, {unchanged.sync.upserts} read and converted, "
+        f"{run}unchanged re-sync: {unchanged.sync.listed} listed, {unchanged.sync.upserts} read and converted, "
         f"{unchanged.sync.deletes} deleted, {held_back} failed ones held back, {unchanged.sync.batches} batches  "
         f"[{verdict}: zero reads]"
     )
     expected = ours.total_before - ours.deleted_items_before
     ok = ours.deleted_items_after == 0 and ours.total_after == expected
     print(
-        f"{deleted} deleted: sync saw {gone.sync.deletes} deletes, {gone.sync.upserts} upserts; items of those files "
-        f"{ours.deleted_items_before} before, {ours.deleted_items_after} after; items in memory "
+        f"{run}{deleted} deleted: sync saw {gone.sync.deletes} deletes, {gone.sync.upserts} upserts; items of those "
+        f"files {ours.deleted_items_before} before, {ours.deleted_items_after} after; items in memory "
         f"{ours.total_before:,} -> {ours.total_after:,} (expected {expected:,})  [{'OK' if ok else 'FAIL'}]; "
         f"their dead letters {ours.deleted_letters_before} before, {ours.deleted_letters_after} after"
     )
@@ -289,11 +315,13 @@ def print_peer_notes(peers: dict[str, list[Any]]) -> None:
         print(f"{name}: " + " | ".join(f"{label}: {step.did}" for label, step in zip(STEPS, steps, strict=True)))
 
 
-def print_floor(floor_s: float, converted: int, files: int, workers: int, ours_s: float) -> None:
-    ratio = floor_s / ours_s
+def print_floor(floor: tuple[float, int], files: int, workers: int, run: str, first: Synced, target: float) -> None:
+    floor_s, converted = floor
+    ratio = floor_s / first.seconds
     print(
         f"floor: markitdown alone, {workers} warm processes: {floor_s:.3f} s for {files} files ({converted} converted)"
-        f"; floor/ours = {ratio:.2f}  target >= {TARGET_FLOOR_RATIO}  ratio to target {ratio / TARGET_FLOOR_RATIO:.2f}"
+        f"; floor/{run} = {ratio:.2f}  target >= {target}  ratio to target {ratio / target:.2f}"
+        + ("  [FAIL: the first ingest did not finish]" if first.unfinished else "")
     )
 
 
@@ -324,7 +352,10 @@ def load_line(when: str) -> str:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path, help="the folder to ingest (copied first; never modified)")
-    parser.add_argument("--workers", type=int, default=None, help="converter processes (default: as Settings)")
+    parser.add_argument("--mode", choices=("embedded", "celery", "both"), default="embedded", help="which pipeline")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="converter processes / Celery workers (default: CPUs, at most 4)"
+    )
     parser.add_argument("--deleted", type=int, default=10, help="how many files to delete for the third step")
     parser.add_argument("--skip-peers", action="store_true", help="do not run LangChain and LlamaIndex")
     parser.add_argument("--skip-floor", action="store_true", help="do not run markitdown alone")
@@ -351,6 +382,7 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)  # dead letters are counted and named below, not logged one by one
     source = args.folder.resolve()
     workers = args.workers or Settings(data_dir=Path(tempfile.gettempdir())).convert_workers
+    embedded, celery = args.mode in ("embedded", "both"), args.mode in ("celery", "both")
     print(load_line("at start"), flush=True)
     with tempfile.TemporaryDirectory(prefix="tm-backfill-") as scratch:
         work = Path(scratch)
@@ -358,19 +390,35 @@ def main() -> None:
         files = folder_files(root)
         deleted = pick_deleted(files, args.deleted)
         print(f"{source.name}: {len(files):,} files copied to {root}; deleting {', '.join(deleted)}", flush=True)
-        ours = asyncio.run(run_ours(root, deleted, workers, work / "data"))
-        restore(source, root, deleted)  # the peers, the floor and the command start from the whole folder
+        runs: dict[str, Ours] = {}
+        if embedded:
+            with MemorySampler({"embedded": os.getpid()}) as sampler:
+                runs["ours"] = asyncio.run(run_ours(root, deleted, workers, work / "data"))
+            rss = embedded_rss_line(sampler.peaks["embedded"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+            restore(source, root, deleted)  # the peers, the floor and the command start from the whole folder
+        if celery:  # on a copy of its own, as the embedded run found its copy
+            print(f"celery mode: {workers} workers, logs under {work / 'celery'}", flush=True)
+            steps = partial(celery_steps, root=copy_folder(source, work / "celery-folder"), deleted=deleted)
+            runs["celery"], report = run_celery(work / "celery", workers, steps)
         peers = peers_or_skip(args.skip_peers, root, files, deleted)
         floor = None if args.skip_floor else floor_time([str(root / rel) for rel in files], workers)
-        walls = command_walls(root, work / "command-data")
+        walls = command_walls(root, work / "command-data") if embedded else []
         print()
-        print_table(ours, peers, len(deleted), first_target(source.name, floor))
+        print_table(runs, peers, len(deleted), first_target(source.name, floor))
         print()
-        print_checks(ours, len(deleted))
+        for name, ours in runs.items():
+            print_checks(ours, len(deleted), "celery " if name == "celery" else "")
         print_peer_notes(peers)
-        if floor is not None:
-            print_floor(*floor, len(files), workers, ours.steps[0].seconds)
-        print_command(walls)
+        for name, ours in runs.items():
+            target = TARGET_CELERY_FLOOR_RATIO if name == "celery" else TARGET_FLOOR_RATIO
+            if floor is not None:
+                print_floor(floor, len(files), workers, name, ours.steps[0], target)
+        if celery:
+            print_report(report, ["first ingest", "unchanged re-sync", f"{len(deleted)} deleted"])
+            if embedded:
+                print(rss)
+        if walls:
+            print_command(walls)
     print(load_line("at end"))
 
 

@@ -7,9 +7,12 @@ is stored.
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.process
 from typing import Any
 
 from celery import Celery
+from celery.signals import worker_process_init
 from kombu import Queue
 
 from engines.contract import ConfigError
@@ -62,7 +65,6 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_default_queue": SYNC_QUEUE,
         "worker_hijack_root_logger": False,
         "worker_send_task_events": True,
-        "task_send_sent_event": True,
         "beat_schedule": {
             "tm-beat-tick": {"task": BEAT_TASK, "schedule": settings.beat_tick_s, "options": {"queue": SYNC_QUEUE}}
         },
@@ -78,7 +80,21 @@ def create_app(settings: Settings) -> Celery:
     from worker import tasks  # registers the tasks on this app
 
     tasks.register(app)
+    worker_process_init.connect(allow_converter_processes, weak=False)
     return app
+
+
+def allow_converter_processes(**_: object) -> None:
+    """Let a Celery pool process start converter processes of its own.
+
+    Celery's prefork children are daemonic, and `multiprocessing` refuses children to a daemonic
+    process. Conversion needs them (a hostile file must cost its converter, not the worker), and
+    they are stopped with the pool process, so the flag is lifted in each pool process as it starts.
+    """
+    process = multiprocessing.current_process()
+    process._config.pop("daemon", None)  # type: ignore[attr-defined]
+    # A spawned child inherits the parent's key, which multiprocessing only pickles as plain bytes.
+    process._config["authkey"] = multiprocessing.process.AuthenticationString(bytes(process.authkey))  # type: ignore[attr-defined]
 
 
 def expiry_of(queue: str) -> float | None:

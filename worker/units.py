@@ -10,7 +10,7 @@ import asyncio
 import hashlib
 from dataclasses import dataclass
 
-from engines.contract import Document, Error, Item
+from engines.contract import Document, EngineError, Error, Item
 from pipeline.assemble import Origin, document_item
 from pipeline.chunk import split_document
 from pipeline.convert import RawDocument
@@ -70,6 +70,10 @@ async def read_unit(
         converted = await ctx.converter.aconvert(RawDocument(data=data, filename=unit_id))
     except Error as err:
         raise UnitStageError(unit_id, "convert", err) from err
+    except Exception as err:
+        # A converter's own bug must cost this unit, not the batch: the rest goes on.
+        failure = EngineError(f"{unit_id}: conversion failed unexpectedly ({type(err).__name__}: {err})")
+        raise UnitStageError(unit_id, "convert", failure) from err
     origin = Origin.of_file(
         entry.kind.item_source,
         entry.id,

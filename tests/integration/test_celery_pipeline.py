@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.documents import corrupt_pdf_bytes, docx_bytes, html_bytes, pdf_bytes
 from tests.integration.cluster import Cluster, cluster_fixture, worker_children, write_notes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -100,3 +101,19 @@ def test_a_one_file_edit_is_stored_within_seconds_during_a_backfill(cluster: Clu
     seconds = time.monotonic() - started
     assert cluster.committed("big") < 4_000, "the backfill finished first: the test proves nothing"
     assert seconds < 10
+
+
+def test_workers_convert_documents_and_dead_letter_hostile_ones(cluster: Cluster, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "report.pdf").write_bytes(pdf_bytes(["Intro", "The gravimetric figures", "End"]))
+    (folder / "memo.docx").write_bytes(docx_bytes(["Memo", "The heliotropic plan"]))
+    (folder / "page.html").write_bytes(html_bytes("Page", "<p>The xerophytic notes</p>"))
+    (folder / "broken.pdf").write_bytes(corrupt_pdf_bytes())
+    cluster.add_folder("docs", folder)
+    cluster.start_worker()
+    assert cluster.sync("docs")
+    cluster.wait(lambda: cluster.committed("docs") == 3 and len(cluster.state().dead_letters("docs")) == 1, 90, "docs")
+    (letter,) = cluster.state().dead_letters("docs")
+    assert (letter.unit_id, letter.stage) == ("broken.pdf", "convert")
+    assert sorted(os.path.basename(p) for p in cluster.items("docs")) == ["memo.docx", "page.html", "report.pdf"]
