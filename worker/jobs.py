@@ -130,7 +130,8 @@ async def ingest_batch(ctx: JobContext, source_id: str, changes: Sequence[Change
     batch = _Batch(ctx, source_id, previous)
     await batch.delete([c.unit_id for c in changes if c.action == "delete"])
     upserts = [c for c in changes if c.action == "upsert"]
-    if any(needs_converter_worker(c.unit_id) for c in upserts):
+    documents = [c for c in upserts if needs_converter_worker(c.unit_id)]
+    if documents:
         warm = getattr(ctx.converter, "warm", None)
         if callable(warm):
             warm()  # start converter processes while the first files are being read
@@ -138,10 +139,17 @@ async def ingest_batch(ctx: JobContext, source_id: str, changes: Sequence[Change
     limit = asyncio.Semaphore(ctx.settings.convert_concurrency)
 
     async def prepare(change: Change) -> UnitItems | None:
-        async with limit:
-            return await batch.prepare(change, read_unit(ctx, entry, reader, change, previous.get(change.unit_id)))
+        return await batch.prepare(change, read_unit(ctx, entry, reader, change, previous.get(change.unit_id)))
 
-    prepared = [u for u in await asyncio.gather(*(prepare(c) for c in upserts)) if u is not None]
+    async def prepare_limited(change: Change) -> UnitItems | None:
+        async with limit:
+            return await prepare(change)
+
+    # Documents go to the converter processes concurrently; text and code are only decoded, so they
+    # are done one after the other meanwhile, without a task each (which costs more than the work).
+    converting = [asyncio.ensure_future(prepare_limited(c)) for c in documents]
+    texts = [await prepare(c) for c in upserts if not needs_converter_worker(c.unit_id)]
+    prepared = [u for u in [*texts, *await asyncio.gather(*converting)] if u is not None]
     await batch.store(prepared)
     return batch.report()
 
