@@ -24,16 +24,15 @@ LimitOption = Annotated[int, typer.Option("--limit", min=1, help="How many resul
 
 def _with_engine(settings: Settings, use: Callable[[MemoryEngine], Awaitable[T]]) -> T:
     from engines.contract import Error
+    from worker.stores import close_engine, open_engine
 
-    engine = settings.memory_config().build(settings.credential())
+    engine = open_engine(settings)
 
     async def run() -> T:
         try:
             return await use(engine)
         finally:
-            close = getattr(engine, "close", None)
-            if callable(close):
-                close()
+            close_engine(engine)
 
     try:
         return asyncio.run(run())

@@ -185,8 +185,9 @@ def _change_commands(group: typer.Typer, load_settings: LoadSettings) -> None:
 
 def _forget_source(settings: Settings, source_id: str) -> int:
     from engines.contract import ForgetTarget, MetaFilter, Namespace, Reach
+    from worker.stores import close_engine, open_engine
 
-    engine = settings.memory_config().build(settings.credential())
+    engine = open_engine(settings)
 
     async def forget() -> int:
         # Every node, sandboxes included: the source's items may have been placed anywhere.
@@ -197,9 +198,7 @@ def _forget_source(settings: Settings, source_id: str) -> int:
     try:
         return asyncio.run(forget())
     finally:
-        close = getattr(engine, "close", None)
-        if callable(close):
-            close()
+        close_engine(engine)
 
 
 def _dead_letters(group: typer.Typer, load_settings: LoadSettings) -> None:

@@ -23,6 +23,7 @@ from worker.readers import Readers
 from worker.redis_client import redis_from_url
 from worker.settings import Settings
 from worker.state_redis import RedisStateStore
+from worker.stores import close_engine, open_engine
 
 if TYPE_CHECKING:
     import redis
@@ -79,7 +80,7 @@ class ClusterRuntime:
         self.state = RedisStateStore(self.redis, prefix=settings.redis_prefix)
         self.leases = Leases(self.redis, prefix=settings.redis_prefix)
         self.progress = RunProgress(self.redis, prefix=settings.redis_prefix)
-        self.engine: MemoryEngine = settings.memory_config().build(settings.credential())
+        self.engine: MemoryEngine = open_engine(settings)
         limits = ConvertLimits(timeout_s=settings.convert_timeout_s, memory_bytes=settings.convert_memory_mb * 1024**2)
         self.converter = ConverterPool(1, limits)
         self.context = JobContext(
@@ -108,9 +109,7 @@ class ClusterRuntime:
 
     def close(self) -> None:
         self.converter.close()
-        close = getattr(self.engine, "close", None)
-        if callable(close):
-            close()
+        close_engine(self.engine)
         self.redis.close()
 
 

@@ -17,6 +17,7 @@ from worker.model import BatchReport, SourceConfigKind, SourceEntry, SyncReport
 from worker.readers import Readers
 from worker.settings import Settings
 from worker.state_sqlite import SqliteStateStore
+from worker.stores import close_engine, open_engine
 
 
 def source_id_for(path: Path) -> str:
@@ -32,7 +33,7 @@ class EmbeddedRuntime:
     def __init__(self, settings: Settings, progress: Progress | None = None) -> None:
         self.settings = settings
         self.state = SqliteStateStore(settings.state_file)
-        self.engine: MemoryEngine = settings.memory_config().build(settings.credential())
+        self.engine: MemoryEngine = open_engine(settings)
         limits = ConvertLimits(
             timeout_s=settings.convert_timeout_s, memory_bytes=settings.convert_memory_mb * 1024 * 1024
         )
@@ -61,9 +62,7 @@ class EmbeddedRuntime:
 
     def close(self) -> None:
         self.converter.close()
-        close = getattr(self.engine, "close", None)
-        if callable(close):
-            close()
+        close_engine(self.engine)
         self.state.close()
 
     def source_for_path(self, path: Path) -> SourceEntry:

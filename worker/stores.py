@@ -1,7 +1,8 @@
-"""Opening the state store the settings name: SQLite (embedded) or Redis (distributed)."""
+"""Opening what the settings name: the state store (SQLite embedded, Redis distributed) and the engine."""
 
 from __future__ import annotations
 
+from engines.contract import MemoryEngine
 from worker.settings import Settings
 from worker.state import StateStore
 
@@ -19,6 +20,21 @@ def open_state(settings: Settings) -> StateStore:
 
 
 def close_state(state: StateStore) -> None:
-    close = getattr(state, "close", None)
+    _close(state)
+
+
+def open_engine(settings: Settings) -> MemoryEngine:
+    """The configured engine, with the configured credential."""
+    return settings.memory_config().build(settings.credential())
+
+
+def close_engine(engine: MemoryEngine) -> None:
+    """Release an engine's resources when it holds any (the local engine's file and threads)."""
+    _close(engine)
+
+
+def _close(resource: object) -> None:
+    # Closing is not part of the contract: only engines and stores that hold resources offer it.
+    close = getattr(resource, "close", None)
     if callable(close):
         close()
