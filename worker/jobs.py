@@ -130,7 +130,10 @@ async def ingest_batch(ctx: JobContext, source_id: str, changes: Sequence[Change
     batch = _Batch(ctx, source_id, previous)
     await batch.delete([c.unit_id for c in changes if c.action == "delete"])
     upserts = [c for c in changes if c.action == "upsert"]
-    documents = [c for c in upserts if needs_converter_worker(c.unit_id)]
+    documents: list[Change] = []
+    texts: list[Change] = []
+    for change in upserts:
+        (documents if needs_converter_worker(change.unit_id) else texts).append(change)
     if documents:
         warm = getattr(ctx.converter, "warm", None)
         if callable(warm):
@@ -148,8 +151,8 @@ async def ingest_batch(ctx: JobContext, source_id: str, changes: Sequence[Change
     # Documents go to the converter processes concurrently; text and code are only decoded, so they
     # are done one after the other meanwhile, without a task each (which costs more than the work).
     converting = [asyncio.ensure_future(prepare_limited(c)) for c in documents]
-    texts = [await prepare(c) for c in upserts if not needs_converter_worker(c.unit_id)]
-    prepared = [u for u in [*texts, *await asyncio.gather(*converting)] if u is not None]
+    decoded = [await prepare(c) for c in texts]
+    prepared = [u for u in [*decoded, *await asyncio.gather(*converting)] if u is not None]
     await batch.store(prepared)
     return batch.report()
 
