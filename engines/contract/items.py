@@ -146,12 +146,26 @@ class BaseItem(WireModel):
     def _canonical_text(self, fields: dict[str, Any]) -> str:
         return _canonical_json(fields)
 
+    # Whether the canonical JSON is the wire JSON less `observed_at` (a learning re-writes its
+    # confidence for the hash, so it is not).
+    _canonical_is_wire: ClassVar[bool] = True
+
     def identified(self) -> tuple[ItemId, str]:
-        """`(fingerprint(), wire_json())` from one serialisation, for hosts that need both."""
-        fields = self.wire_dict()
-        wire = _canonical_json(fields)
-        fields["meta"].pop("observed_at", None)
-        return _digest(self._canonical_text(fields)), wire
+        """`(fingerprint(), wire_json())`, serialising the item once where it can.
+
+        A stored item's JSON is mostly its text, so a second full serialisation was a tenth of a
+        store's cost. `meta` is the last key of every item and `observed_at` the last key of its
+        meta unless `derive` is set, so the wire JSON is the canonical one with it appended.
+        """
+        fields = self.wire_dict(observed=False)
+        canonical = self._canonical_text(fields)
+        item_id = _digest(canonical)
+        observed = self.meta.observed_at
+        if not self._canonical_is_wire or (observed is not None and self.meta.derive is not None):
+            return item_id, self.wire_json()
+        if observed is None:
+            return item_id, canonical
+        return item_id, f'{canonical[:-2]},"observed_at":{_canonical_json(format_instant(observed))}}}}}'
 
     def canonical_bytes(self) -> bytes:
         return self.canonical_json().encode("utf-8")
@@ -231,6 +245,8 @@ class Conversation(BaseItem):
 
 
 class Learning(BaseItem):
+    _canonical_is_wire: ClassVar[bool] = False
+
     type: Literal["learning"] = "learning"
     text: Text
     kind: LearningKind

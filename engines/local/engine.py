@@ -44,7 +44,7 @@ from engines.local.embed import Embedder, HashingEmbedder, Vectors
 from engines.local.openai import ChatSynthesizer
 from engines.local.recall import extractive_answer
 from engines.local.rows import PreparedItem, prepare
-from engines.local.search import Ranked, fuse, keyword_ranking, vector_ranking
+from engines.local.search import Ranked, TermCounts, fuse, keyword_ranking, vector_ranking
 from engines.local.vectors import VectorIndex
 from engines.local.where import Where, add_erase_scope, add_reach, filter_where, kinds_where
 
@@ -103,6 +103,7 @@ class LocalEngine(MemoryEngine):
         self._passage_chars = passage_chars
         self._min_similarity = min_similarity
         self._vectors = VectorIndex(self._embedder.dimensions)
+        self._term_counts = TermCounts()  # used on the reading thread only
 
     @property
     def path(self) -> Path:
@@ -257,7 +258,7 @@ class LocalEngine(MemoryEngine):
         vector: NDArray[np.float32] | None,
         want: int,
     ) -> _Ranking:
-        keyword = keyword_ranking(conn, where, query, want) if mode is not FetchMode.VECTOR else []
+        keyword = keyword_ranking(conn, where, query, want, self._term_counts) if mode is not FetchMode.VECTOR else []
         if vector is None:
             return keyword
         writes.check_embedder(conn, self._embedder.identity, str(self.path), record=False)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from engines.contract import ConfigError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE items (
@@ -77,8 +77,21 @@ CREATE VIRTUAL TABLE passage_vocab USING fts5vocab (passage_text, 'row');
 CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
+FTS_AUTOMERGE = 8
+"""How many index segments of one size the FTS index lets pile up before merging them.
+
+Each store call writes one small segment. FTS5's default (4) merges so eagerly that merging
+was a third of a store's cost at 50,000 items; at 8 a store is about 10% faster and queries
+measured the same, as a query's cost is in scoring postings, not in visiting segments.
+"""
+
+
+def _v2_merge_less(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO passage_text (passage_text, rank) VALUES ('automerge', ?)", (FTS_AUTOMERGE,))
+
+
 # Each entry moves a file from version n to n + 1; append only, never edit a shipped step.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v2_merge_less}
 
 
 def _statements(script: str) -> list[str]:
@@ -90,7 +103,8 @@ def _statements(script: str) -> list[str]:
 def _create(conn: sqlite3.Connection) -> None:
     for statement in _statements(_V1):
         conn.execute(statement)
-    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+    conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+    _migrate(conn, 1)
 
 
 def ensure_schema(conn: sqlite3.Connection, path: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,8 @@ from engines.contract import (
     Turn,
 )
 from engines.local import HashingEmbedder, LocalEngine
-from engines.local.schema import SCHEMA_VERSION
+from engines.local.schema import FTS_AUTOMERGE, SCHEMA_VERSION
+from engines.local.search import TermCounts, informative_words
 
 PAGE_WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "eiusmod")
 
@@ -255,6 +257,32 @@ def test_a_file_from_a_newer_version_is_refused(tmp_path: Path) -> None:
         engine._db.open_now()
 
 
+def _fts_automerge(path: Path) -> int | None:
+    with closing(sqlite3.connect(path)) as conn:
+        row = conn.execute("SELECT v FROM passage_text_config WHERE k = 'automerge'").fetchone()
+    return None if row is None else int(row[0])
+
+
+async def test_a_version_1_file_is_migrated_forward_and_keeps_its_items(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    old = LocalEngine(path)
+    receipt = await old.store(Document.from_text("written by the first release"))
+    old.close()
+    with closing(sqlite3.connect(path)) as conn:  # what the first release left: version 1, FTS5's defaults
+        conn.execute("DELETE FROM schema_version WHERE version > 1")
+        conn.execute("DELETE FROM passage_text_config WHERE k = 'automerge'")
+        conn.commit()
+    assert _fts_automerge(path) is None
+    engine = LocalEngine(path)
+    hits = (await engine.fetch(FetchRequest(query="release", mode=FetchMode.KEYWORD, limit=5))).hits
+    engine.close()
+    assert [hit.id for hit in hits] == [receipt.id]
+    assert _fts_automerge(path) == FTS_AUTOMERGE
+    with closing(sqlite3.connect(path)) as conn:
+        versions = [row[0] for row in conn.execute("SELECT version FROM schema_version ORDER BY version")]
+    assert versions == list(range(1, SCHEMA_VERSION + 1))
+
+
 async def test_health_reports_a_broken_file_as_down(tmp_path: Path) -> None:
     path = tmp_path / "garbage.sqlite3"
     path.write_bytes(b"this is not a database" * 100)
@@ -319,6 +347,21 @@ async def test_words_in_most_passages_are_not_searched_in_a_large_file(engine: L
     assert [hit.id for hit in page.hits] == [rare.id]
     common_only = await engine.fetch(FetchRequest(query="the common", mode=FetchMode.KEYWORD, limit=3))
     assert len(common_only.hits) == 3  # the rarer of two common words is still searched
+
+
+async def test_remembered_term_counts_are_forgotten_when_the_file_changes(engine: LocalEngine, tmp_path: Path) -> None:
+    async def store(texts: list[str]) -> None:
+        for start in range(0, len(texts), 100):
+            await engine.store_many([Document.from_text(t) for t in texts[start : start + 100]])
+
+    await store([f"the common crowd, note {n}" for n in range(2_100)])
+    counts = TermCounts()
+    with closing(sqlite3.connect(tmp_path / "memory.sqlite3")) as reader:
+        assert informative_words(reader, ["the", "narwhals"], counts) == ["narwhals"]
+        # Another connection's commit: now both words are in most passages and the rarer one is
+        # kept; remembered counts would still say "narwhals" is rare.
+        await store([f"narwhals everywhere, sighting {n}" for n in range(2_500)])
+        assert informative_words(reader, ["the", "narwhals"], counts) == ["the"]
 
 
 async def test_planner_statistics_are_refreshed_as_the_store_grows(engine: LocalEngine, tmp_path: Path) -> None:
