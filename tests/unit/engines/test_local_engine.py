@@ -364,6 +364,15 @@ async def test_remembered_term_counts_are_forgotten_when_the_file_changes(engine
         assert informative_words(reader, ["the", "narwhals"], counts) == ["the"]
 
 
+async def test_a_common_word_is_recognised_however_its_accents_are_written(engine: LocalEngine, tmp_path: Path) -> None:
+    crowd = [Document.from_text(f"the cafe crowd, table {n}") for n in range(2_100)]
+    for start in range(0, len(crowd), 100):
+        await engine.store_many(crowd[start : start + 100])
+    with closing(sqlite3.connect(tmp_path / "memory.sqlite3")) as reader:
+        # The index folds "café" to "cafe", which is in every passage: not worth searching.
+        assert informative_words(reader, ["café", "narwhal"], TermCounts()) == ["narwhal"]
+
+
 async def test_planner_statistics_are_refreshed_as_the_store_grows(engine: LocalEngine, tmp_path: Path) -> None:
     def analyzed() -> list[tuple[str, str]]:
         conn = sqlite3.connect(tmp_path / "memory.sqlite3")
