@@ -10,7 +10,7 @@ an OpenAI-compatible endpoint or the local sentence model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -85,25 +85,18 @@ class HashingEmbedder:
         # Texts are hashed together so numpy's per-call cost is shared by the group.
         lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs))
         data = np.frombuffer(b"".join(blobs), dtype=np.uint8).astype(np.uint32)
-        owner = np.repeat(np.arange(len(blobs), dtype=np.int64), lengths)
+        owner = np.repeat(np.arange(len(blobs), dtype=np.uint32), lengths)
         code3 = data[:-2] | (data[1:-1] << 8) | (data[2:] << 16)
         code4 = code3[:-1] | (data[3:] << 24)
-        # Keep n-grams inside one text that are not all padding.
+        # Keep n-grams inside one text that are not all padding; both widths are counted at once.
         keep3 = (owner[:-2] == owner[2:]) & (code3 != _SPACES_3)
         keep4 = (owner[:-3] == owner[3:]) & (code4 != _SPACES_4)
-        flat = out.reshape(-1)
-        flat += self._counts(code3 * _MULTIPLY_3, owner[:-2], keep3, len(flat))
-        flat += self._counts(code4 * _MULTIPLY_4, owner[:-3], keep4, len(flat))
-
-    def _counts(
-        self, hashed: NDArray[Any], owner: NDArray[Any], keep: NDArray[np.bool_], size: int
-    ) -> NDArray[np.float64]:
-        hashed, owner = hashed[keep], owner[keep]
-        slots = owner * self._dimensions + (hashed >> self._shift)
+        hashed = np.concatenate(((code3 * _MULTIPLY_3)[keep3], (code4 * _MULTIPLY_4)[keep4]))
+        owners = np.concatenate((owner[:-2][keep3], owner[:-3][keep4]))
+        slots = owners * np.uint32(self._dimensions) + (hashed >> self._shift)
         # The bit below the bucket picks the sign, so colliding n-grams cancel out on average.
         signs = 1.0 - 2.0 * ((hashed >> (self._shift - np.uint32(1))) & np.uint32(1))
-        counts: NDArray[np.float64] = np.bincount(slots, weights=signs, minlength=size).astype(np.float64, copy=False)
-        return counts
+        out.reshape(-1)[:] = np.bincount(slots, weights=signs, minlength=out.size)
 
 
 # Groups of at most this many bytes keep numpy's temporaries under glibc's mmap threshold (128 KiB):

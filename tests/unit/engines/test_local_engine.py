@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
@@ -316,6 +317,18 @@ async def test_hashing_embedder_is_deterministic_and_unit_length() -> None:
     assert float(a[0] @ a[2]) > 0.5
     with pytest.raises(ValueError, match="power of two"):
         HashingEmbedder(100)
+
+
+def test_hashing_embedder_vectors_stay_those_of_its_identity() -> None:
+    # Files indexed under "hashing-ngram-v2/256" are searched with vectors computed later: any
+    # change to the vectors (a rewrite for speed included) must come with a new identity.
+    texts = ["The quick brown fox", "", "Grüße aus Köln: naïve café — 東京 2026", "x" * 9000]
+    texts += [f"note {n}: alpha beta gamma" for n in range(40)]
+    vectors = HashingEmbedder(256).embed_sync(texts)
+    assert HashingEmbedder(256).identity == "hashing-ngram-v2/256"
+    assert hashlib.sha256(vectors.tobytes()).hexdigest() == (
+        "657cbcab2eb6da7ec5f42f439f1c9d2325de2e4101d78ebda999a49c0c300581"
+    )
 
 
 @pytest.mark.parametrize("rounds", [1, 4])
