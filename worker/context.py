@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential, wait_random
 
@@ -14,6 +14,9 @@ from pipeline.scrub import Policy, SanitizationReport
 from worker.model import Change
 from worker.readers import Readers
 from worker.state import StateStore
+
+if TYPE_CHECKING:
+    from worker.textprep import TextPool
 
 
 class Converter(Protocol):
@@ -69,6 +72,8 @@ class JobContext:
     readers: Readers
     settings: PipelineSettings = field(default_factory=PipelineSettings)
     progress: Progress = field(default_factory=Progress)
+    # Processes that prepare text units (embedded mode); None prepares them in this process.
+    text_pool: TextPool | None = None
 
     def retrying_store_many(self) -> Callable[[list[Item]], Awaitable[list[StoreReceipt]]]:
         """`engine.store_many`, retried with exponential backoff and jitter while it is unavailable."""

@@ -18,6 +18,7 @@ from worker.readers import Readers
 from worker.settings import Settings
 from worker.state_sqlite import SqliteStateStore
 from worker.stores import close_engine, open_engine
+from worker.textprep import TextPool
 
 
 def source_id_for(path: Path) -> str:
@@ -38,7 +39,10 @@ class EmbeddedRuntime:
             timeout_s=settings.convert_timeout_s, memory_bytes=settings.convert_memory_mb * 1024 * 1024
         )
         self.converter = ConverterPool(settings.convert_workers, limits)
-        self.dispatcher = InProcessDispatcher()
+        # One core is left to this process, which stores what the text processes prepare.
+        self.text_pool = TextPool(min(settings.convert_workers, (os.cpu_count() or 2) - 1), limits)
+        # Two batches in flight: one is prepared by the text pool while the other is stored here.
+        self.dispatcher = InProcessDispatcher(in_flight=2)
         self.context = JobContext(
             state=self.state,
             engine=self.engine,
@@ -49,6 +53,7 @@ class EmbeddedRuntime:
                 item_max_chars=settings.item_max_chars, convert_concurrency=max(2, settings.convert_workers * 2)
             ),
             progress=progress or Progress(),
+            text_pool=self.text_pool,
         )
         self.dispatcher.bind(self.context)
 
@@ -61,6 +66,7 @@ class EmbeddedRuntime:
         self.close()
 
     def close(self) -> None:
+        self.text_pool.close()
         self.converter.close()
         close_engine(self.engine)
         self.state.close()

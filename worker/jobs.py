@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from engines.contract import Error, ForgetTarget, ItemId, UnavailableError
 from pipeline.batch import StoredUnit, UnitItems, store_units
 from pipeline.sniff import DocumentFormat, sniff
 from sources import Listing, Unit
 from worker.context import JobContext
-from worker.model import BatchReport, Change, DeadLetter, ManifestEntry, SyncReport
+from worker.model import BatchReport, Change, DeadLetter, ManifestEntry, SourceEntry, SyncReport
 from worker.state import UnitState
+from worker.textprep import MIN_UNITS as MIN_TEXT_UNITS
+from worker.textprep import Prepared, TextJob
 from worker.units import UnitReading, UnitStageError, read_unit
 
 logger = logging.getLogger(__name__)
@@ -151,10 +153,45 @@ async def ingest_batch(ctx: JobContext, source_id: str, changes: Sequence[Change
     # Documents go to the converter processes concurrently; text and code are only decoded, so they
     # are done one after the other meanwhile, without a task each (which costs more than the work).
     converting = [asyncio.ensure_future(prepare_limited(c)) for c in documents]
-    decoded = [await prepare(c) for c in texts]
+    decoded = await _decode_texts(ctx, batch, entry, texts, prepare)
     prepared = [u for u in [*decoded, *await asyncio.gather(*converting)] if u is not None]
     await batch.store(prepared)
     return batch.report()
+
+
+async def _decode_texts(
+    ctx: JobContext,
+    batch: _Batch,
+    entry: SourceEntry,
+    texts: list[Change],
+    prepare: Callable[[Change], Awaitable[UnitItems | None]],
+) -> list[UnitItems | None]:
+    """The text units of a batch, prepared by the text pool when there is one and enough of them."""
+    pool = ctx.text_pool
+    done = None
+    if pool is not None and len(texts) >= MIN_TEXT_UNITS:
+        pool.warm(wait=False)  # a backfill: start the processes, preparing in place until they are up
+        previous = {c.unit_id: batch.previous[c.unit_id] for c in texts if c.unit_id in batch.previous}
+        job = TextJob(entry, ctx.readers.max_file_bytes, texts, previous, ctx.settings, pool.limits)
+        done = await pool.prepare(job)
+    if done is None:
+        return [await prepare(c) for c in texts]
+    decoded = []
+    for unit in done:
+        if unit.reading is None and unit.failure is None:
+            decoded.append(await prepare(unit.change))  # its bytes are a document: the converter's
+            continue
+        if unit.report is not None:
+            ctx.progress.redacted(unit.report)
+        decoded.append(await batch.prepare(unit.change, _settled(unit)))
+    return decoded
+
+
+async def _settled(unit: Prepared) -> UnitReading:
+    if unit.failure is not None:
+        raise unit.failure
+    assert unit.reading is not None
+    return unit.reading
 
 
 class _Batch:

@@ -50,6 +50,7 @@ SURFACE = {
     "NativeConverter",
     "OfficeConverter",
     "RawDocument",
+    "check_size",
     "convert_document",
     "default_chain",
     "native_chain",
