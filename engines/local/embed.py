@@ -99,6 +99,11 @@ class HashingEmbedder:
         out.reshape(-1)[:] = np.bincount(slots, weights=signs, minlength=out.size)
 
 
+def embeds_quickly(embedder: Embedder) -> bool:
+    """Whether vectors cost only a little of this process's time (no model to run, no endpoint)."""
+    return isinstance(embedder, HashingEmbedder)
+
+
 # Groups of at most this many bytes keep numpy's temporaries under glibc's mmap threshold (128 KiB):
 # larger ones are mapped and unmapped on every call, which made hashing five times slower.
 _GROUP_BYTES = 8192

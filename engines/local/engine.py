@@ -40,7 +40,7 @@ from engines.contract import (
 )
 from engines.local import reads, writes
 from engines.local.database import Database
-from engines.local.embed import Embedder, HashingEmbedder, Vectors
+from engines.local.embed import Embedder, HashingEmbedder, Vectors, embeds_quickly
 from engines.local.openai import ChatSynthesizer
 from engines.local.recall import extractive_answer
 from engines.local.rows import PreparedItem, prepare
@@ -135,7 +135,11 @@ class LocalEngine(MemoryEngine):
     async def _store(self, items: _Items) -> _Receipts:
         identified = [item.identified() for item in items]
         ids = [item_id for item_id, _ in identified]
-        held = await self._db.read(lambda conn: writes.held_ids(conn, self._tenant, ids))
+        held: set[ItemId] = set()
+        if not embeds_quickly(self._embedder):
+            # A replayed batch must not pay a model or an endpoint for vectors it already has. The
+            # hashing embedder costs less than this lookup, and the write skips held items anyway.
+            held = await self._db.read(lambda conn: writes.held_ids(conn, self._tenant, ids))
         fresh: dict[ItemId, PreparedItem] = {}
         for (item_id, wire), item in zip(identified, items, strict=True):
             if item_id not in held and item_id not in fresh:

@@ -91,6 +91,16 @@ async def test_vectors_come_from_the_embeddings_endpoint(engine: LocalEngine) ->
     assert calls[0]["auth"] == "Bearer sk-test-key"
 
 
+async def test_a_replayed_batch_asks_the_endpoint_only_for_new_items(engine: LocalEngine) -> None:
+    first = [Document.from_text(f"note {n} aaaa") for n in range(3)]
+    await engine.store_many(first)
+    before = len([c for c in FakeOpenAI.seen if c["path"] == "/v1/embeddings"])
+    receipts = await engine.store_many([*first, Document.from_text("a new one eeee")])
+    assert [r.replayed for r in receipts] == [True, True, True, False]
+    calls = [c for c in FakeOpenAI.seen if c["path"] == "/v1/embeddings"][before:]
+    assert [c["body"]["input"] for c in calls] == [["a new one eeee"]]
+
+
 async def test_recall_is_synthesised_by_the_chat_endpoint(engine: LocalEngine) -> None:
     await engine.store(Document.from_text("The deploy runs at noon."))
     answer = await engine.recall(RecallRequest(question="when is the deploy", limit=3, instructions="be brief"))
