@@ -7,7 +7,8 @@ The folder is copied into a temporary directory first (the original is never tou
 process and timed around the work only (not start-up):
   ours        `EmbeddedRuntime.sync` on a fresh data directory: the first ingest, a second sync of the unchanged
               folder (checked to read and convert nothing), and a sync after deleting `--deleted` files (chosen
-              deterministically, checked to leave none of their items in memory);
+              deterministically, checked to leave none of their items in memory). The converter pool is warmed
+              first (as the floor's is); the text pool is not: it starts inside the timed first ingest;
   peers       LangChain's `index()` (in-memory record manager and vector store, fake embeddings,
               `cleanup="full"`) and LlamaIndex's `IngestionPipeline` (`UPSERTS_AND_DELETE`, mock embeddings) over
               the same files and the same deletions (needs the `bench` extra; skipped without it);
