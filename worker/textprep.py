@@ -24,7 +24,7 @@ from pipeline.convert import ConvertLimits, native_chain
 from pipeline.scrub import SanitizationReport
 from worker.context import PipelineSettings
 from worker.model import Change, ManifestEntry, SourceEntry
-from worker.readers import Reader, Readers
+from worker.readers import Readers
 from worker.units import UnitReading, UnitStageError, read_text_unit
 
 logger = logging.getLogger(__name__)
@@ -59,21 +59,11 @@ class Prepared:
     failure: UnitStageError | None = None
 
 
-_readers: dict[tuple[str, int], tuple[SourceEntry, Reader]] = {}
-
-
-def _reader(entry: SourceEntry, max_file_bytes: int) -> Reader:
-    """The worker's reader for a source, kept while its configuration is the same (it caches ignores)."""
-    key = (entry.id, max_file_bytes)
-    known = _readers.get(key)
-    if known is None or known[0] != entry:
-        known = _readers[key] = (entry, Readers(max_file_bytes=max_file_bytes).reader_for(entry))
-    return known[1]
-
-
 def prepare_texts(job: TextJob) -> list[Prepared]:
     """Run in a worker: every unit of the slice through `read_text_unit`, in order."""
-    reader = _reader(job.entry, job.max_file_bytes)
+    # A reader per job, as the batch's own process makes one per batch: what it caches about
+    # ignore rules must not outlive the listing the changes came from.
+    reader = Readers(max_file_bytes=job.max_file_bytes).reader_for(job.entry)
     native = native_chain()
     prepared = []
     for change in job.changes:
