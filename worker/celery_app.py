@@ -19,6 +19,7 @@ from engines.contract import ConfigError
 from worker.keys import Keys
 from worker.queues import ALL_QUEUES, BEAT_TASK, RULES, SYNC_QUEUE
 from worker.settings import Settings
+from worker.tuning import collect_less
 
 
 def check_time_limits(settings: Settings) -> None:
@@ -81,6 +82,7 @@ def create_app(settings: Settings) -> Celery:
 
     tasks.register(app)
     worker_process_init.connect(allow_converter_processes, weak=False)
+    worker_process_init.connect(lambda **_: collect_less(), weak=False)
     return app
 
 

@@ -19,6 +19,7 @@ from worker.settings import Settings
 from worker.state_sqlite import SqliteStateStore
 from worker.stores import close_engine, open_engine
 from worker.textprep import TextPool
+from worker.tuning import collect_less
 
 
 def source_id_for(path: Path) -> str:
@@ -32,6 +33,7 @@ class EmbeddedRuntime:
     """The runtime of `tinymemory up` / `ingest`: open it, sync sources, read memory, close it."""
 
     def __init__(self, settings: Settings, progress: Progress | None = None) -> None:
+        collect_less()
         self.settings = settings
         self.state = SqliteStateStore(settings.state_file)
         self.engine: MemoryEngine = open_engine(settings)
