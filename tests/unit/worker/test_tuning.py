@@ -30,3 +30,14 @@ def test_a_higher_threshold_already_set_is_kept() -> None:
     gc.set_threshold(COLLECT_EVERY * 5, 7, 3)
     collect_less()
     assert gc.get_threshold() == (COLLECT_EVERY * 5, 7, 3)
+
+
+def test_a_celery_pool_process_collects_less_as_it_starts() -> None:
+    from celery.signals import worker_process_init
+
+    from worker.celery_app import create_app
+
+    create_app(Settings())
+    gc.set_threshold(700, 10, 10)
+    worker_process_init.send(sender=None)
+    assert gc.get_threshold()[0] == COLLECT_EVERY
