@@ -392,6 +392,7 @@ def main() -> None:
         deleted = pick_deleted(files, args.deleted)
         print(f"{source.name}: {len(files):,} files copied to {root}; deleting {', '.join(deleted)}", flush=True)
         runs: dict[str, Ours] = {}
+        shipped_gc = gc.get_threshold()
         if embedded:
             with MemorySampler({"embedded": os.getpid()}) as sampler:
                 runs["ours"] = asyncio.run(run_ours(root, deleted, workers, work / "data"))
@@ -401,6 +402,9 @@ def main() -> None:
             print(f"celery mode: {workers} workers, logs under {work / 'celery'}", flush=True)
             steps = partial(celery_steps, root=copy_folder(source, work / "celery-folder"), deleted=deleted)
             runs["celery"], report = run_celery(work / "celery", workers, steps)
+        # Our runtime tunes the collector for itself (worker/tuning.py); the peers and the floor run
+        # with the interpreter's settings, as they ship.
+        gc.set_threshold(*shipped_gc)
         peers = peers_or_skip(args.skip_peers, root, files, deleted)
         floor = None if args.skip_floor else floor_time([str(root / rel) for rel in files], workers)
         walls = command_walls(root, work / "command-data") if embedded else []
