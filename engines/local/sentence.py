@@ -37,7 +37,10 @@ class SentenceEmbedder:
     def __init__(self, model_name: str) -> None:
         self._name = model_name
         self._model = _load(model_name)
-        self._dimensions = int(self._model.get_sentence_embedding_dimension())
+        # sentence-transformers 6 renamed the method; 3 to 5 only have the old name.
+        model = self._model
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self._dimensions = int(dimension())
 
     @property
     def identity(self) -> str:
