@@ -14,6 +14,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -88,12 +89,15 @@ def _ready() -> int:
 _PARENT_POLL_S = 0.2
 
 
-def _follow_parent(parent: int) -> None:
-    """Worker start-up: exit when the process that started this one is gone (killed, say).
+def _start_worker(parent: int) -> None:
+    """Worker start-up: leave Ctrl-C to the parent, and exit when the parent is gone (killed, say).
 
-    A pool worker waits on a queue it also holds the writing end of, so it would never see its
-    parent die: it would live on, holding the parent's standard output open.
+    Ctrl-C reaches the whole process group; the parent stops its pools in order, so a worker
+    interrupted on its own would only print a traceback. And a pool worker waits on a queue it
+    also holds the writing end of, so it would never see its parent die: it would live on,
+    holding the parent's standard output open.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -144,7 +148,7 @@ class TextPool:
         with self._lock:
             if self._executor is None:
                 self._executor = ProcessPoolExecutor(
-                    self.workers, mp_context=_CONTEXT, initializer=_follow_parent, initargs=(os.getpid(),)
+                    self.workers, mp_context=_CONTEXT, initializer=_start_worker, initargs=(os.getpid(),)
                 )
             executor = self._executor
         try:

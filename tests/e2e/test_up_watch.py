@@ -59,3 +59,49 @@ def test_up_follows_changes_and_stops_on_interrupt(tmp_path: Path) -> None:
         _, err = child.communicate(timeout=30)
     assert child.returncode == 0, err
     assert "stopped" in err
+
+
+def test_ctrl_c_after_a_backfill_stops_every_process_quietly(tmp_path: Path) -> None:
+    # Enough text files for the text pool to start; Ctrl-C reaches the whole process group.
+    folder = tmp_path / "notes"
+    for n in range(400):
+        path = folder / f"d{n % 8}" / f"note-{n}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# Note {n}\n\nthe quibbleton number {n}\n")
+    data = tmp_path / "data"
+    env = {**os.environ, "TINYMEMORY_DATA_DIR": str(data)}
+    tinymemory = str(Path(sys.executable).parent / "tinymemory")
+    child = subprocess.Popen(
+        [tinymemory, "up", str(folder)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        _eventually(data / "memory.sqlite3", "quibbleton", present=True)
+        time.sleep(1.0)
+        group = [
+            int(pid)
+            for pid in subprocess.run(
+                ["pgrep", "-g", str(child.pid)], capture_output=True, text=True, check=False
+            ).stdout.split()
+        ]
+    finally:
+        os.killpg(child.pid, signal.SIGINT)
+        _, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    assert "stopped" in err and "Traceback" not in err
+    assert len(group) > 1  # the text pool (and nothing else) had started processes of its own
+    deadline = time.monotonic() + 10
+    while _alive(group) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(group)
+
+
+def _alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().split(")")[-1].split()[0] != "Z":
+                    alive.append(pid)
+        except FileNotFoundError:
+            continue
+    return alive
