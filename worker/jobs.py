@@ -188,10 +188,10 @@ async def _decode_texts(
 
 
 async def _settled(unit: Prepared) -> UnitReading:
-    if unit.failure is not None:
-        raise unit.failure
-    assert unit.reading is not None
-    return unit.reading
+    """A unit the text pool read (or failed to), as `batch.prepare` awaits a reading."""
+    if unit.reading is not None:
+        return unit.reading
+    raise unit.failure or RuntimeError(f"{unit.change.unit_id}: the text pool returned neither items nor a failure")
 
 
 class _Batch:
