@@ -171,8 +171,7 @@ async def _decode_texts(
     done = None
     if pool is not None and len(texts) >= MIN_TEXT_UNITS:
         pool.warm(wait=False)  # a backfill: start the processes, preparing in place until they are up
-        previous = {c.unit_id: batch.previous[c.unit_id] for c in texts if c.unit_id in batch.previous}
-        job = TextJob(entry, ctx.readers.max_file_bytes, texts, previous, ctx.settings, pool.limits)
+        job = TextJob(entry, ctx.readers.max_file_bytes, texts, batch.previous, ctx.settings, pool.limits)
         done = await pool.prepare(job)
     if done is None:
         return [await prepare(c) for c in texts]

@@ -39,7 +39,8 @@ _CONTEXT = multiprocessing.get_context("spawn")
 
 @dataclass(frozen=True)
 class TextJob:
-    """A slice of one batch's text units, with what a worker needs to read and prepare them."""
+    """Text units of one batch, with what a worker needs to read and prepare them (`previous` may
+    hold other units' entries too; each slice sent to a worker carries only its own)."""
 
     entry: SourceEntry
     max_file_bytes: int

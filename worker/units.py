@@ -14,9 +14,8 @@ from pathlib import Path
 from engines.contract import Document, EngineError, Error, Item
 from pipeline.assemble import Origin, document_item
 from pipeline.chunk import split_document
-from pipeline.convert import ConvertedDocument, ConverterChain, ConvertLimits, RawDocument, check_size
+from pipeline.convert import ConvertedDocument, ConverterChain, ConvertLimits, RawDocument, convert_natively
 from pipeline.scrub import SanitizationReport, scrub_item
-from pipeline.sniff import sniff
 from worker.context import JobContext, PipelineSettings
 from worker.model import Change, ManifestEntry, Signature, SourceEntry
 from worker.readers import Reader
@@ -102,15 +101,12 @@ def read_text_unit(
     signature, digest = _signature(change, data)
     if unchanged(previous, digest):
         return UnitReading(unit_id, signature, None), None
-    raw = RawDocument(data=data, filename=unit_id)
     try:
-        check_size(raw, limits)
-        fmt = sniff(raw.data, raw.filename, raw.mime)
-        if native.converter_for(fmt) is None:
-            return None
-        converted = native.convert(raw, fmt)
+        converted = convert_natively(RawDocument(data=data, filename=unit_id), limits, native)
     except Exception as err:
         raise _convert_failure(unit_id, err) from err
+    if converted is None:
+        return None
     items, report = unit_items(entry, reader.root, change, converted, settings)
     return UnitReading(unit_id, signature, items), report
 

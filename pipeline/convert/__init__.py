@@ -6,7 +6,7 @@ it did not write. The `NativeConverter` keeps markdown, plain text and code byte
 `OfficeConverter` hands everything else to markitdown (pdfminer.six for PDF, so page breaks survive).
 """
 
-from pipeline.convert._chain import ConverterChain, check_size, convert_document, default_chain, native_chain
+from pipeline.convert._chain import ConverterChain, convert_document, convert_natively, default_chain, native_chain
 from pipeline.convert._converter import DocumentConverter
 from pipeline.convert._documents import ConvertedDocument, RawDocument
 from pipeline.convert._limits import (
@@ -31,8 +31,8 @@ __all__ = [
     "NativeConverter",
     "OfficeConverter",
     "RawDocument",
-    "check_size",
     "convert_document",
+    "convert_natively",
     "default_chain",
     "native_chain",
 ]

@@ -11,7 +11,7 @@ from pipeline.convert._failures import describe
 from pipeline.convert._limits import ConvertLimits, over_limit
 from pipeline.convert._native import NativeConverter
 from pipeline.convert._office import OfficeConverter
-from pipeline.sniff import DocumentFormat
+from pipeline.sniff import DocumentFormat, sniff
 
 # Why a format no converter takes is refused, where a better reason than "no converter" exists.
 _NO_TEXT_REASONS = {
@@ -99,6 +99,14 @@ def check_size(raw: RawDocument, limits: ConvertLimits) -> None:
         raise InvalidRequestError(f"{raw.label}: document body is empty")
     if len(raw.data) > limits.max_input_bytes:
         raise InvalidRequestError(f"{raw.label} is {over_limit(len(raw.data), limits.max_input_bytes)}")
+
+
+def convert_natively(raw: RawDocument, limits: ConvertLimits, native: ConverterChain) -> ConvertedDocument | None:
+    """The size check, then `raw` converted here when `native` takes its format (text is only decoded);
+    None when its bytes need a document converter."""
+    check_size(raw, limits)
+    fmt = sniff(raw.data, raw.filename, raw.mime)
+    return native.convert(raw, fmt) if native.converter_for(fmt) is not None else None
 
 
 def convert_document(

@@ -10,11 +10,10 @@ import time
 from types import TracebackType
 
 from engines.contract import ConfigError, EngineError
-from pipeline.convert._chain import check_size, native_chain
+from pipeline.convert._chain import convert_natively, native_chain
 from pipeline.convert._documents import ConvertedDocument, RawDocument
 from pipeline.convert._limits import ConvertLimits
 from pipeline.convert._process import WorkerProcess
-from pipeline.sniff import sniff
 
 DEFAULT_CHAIN_FACTORY = "pipeline.convert._chain:warm_chain"
 
@@ -88,30 +87,29 @@ class ConverterPool:
         Raises the contract's errors only, as `convert_document` does, plus `InvalidRequestError` for a
         document that overran the time limit or the memory ceiling and `EngineError` for a worker that died.
         """
-        if self._closed.is_set():
-            raise EngineError(f"{raw.label}: the converter pool is closed")
-        check_size(raw, self._limits)
-        fmt = sniff(raw.data, raw.filename, raw.mime)
-        if self._native.converter_for(fmt) is not None:
-            return self._native.convert(raw, fmt)
-        worker = self._idle.get()
-        try:
-            return worker.convert(raw)
-        finally:
-            self._idle.put(worker)
+        self._check_open(raw)
+        done = convert_natively(raw, self._limits, self._native)
+        return done if done is not None else self._in_worker(raw)
 
     async def aconvert(self, raw: RawDocument) -> ConvertedDocument:
         """`convert`, waiting for a worker in a thread so an event loop keeps running meanwhile.
 
         Text formats are only decoded, here and now: a thread hop would cost more than the work.
         """
+        self._check_open(raw)
+        done = convert_natively(raw, self._limits, self._native)
+        return done if done is not None else await asyncio.to_thread(self._in_worker, raw)
+
+    def _check_open(self, raw: RawDocument) -> None:
         if self._closed.is_set():
             raise EngineError(f"{raw.label}: the converter pool is closed")
-        check_size(raw, self._limits)
-        fmt = sniff(raw.data, raw.filename, raw.mime)
-        if self._native.converter_for(fmt) is not None:
-            return self._native.convert(raw, fmt)
-        return await asyncio.to_thread(self.convert, raw)
+
+    def _in_worker(self, raw: RawDocument) -> ConvertedDocument:
+        worker = self._idle.get()
+        try:
+            return worker.convert(raw)
+        finally:
+            self._idle.put(worker)
 
     def close(self) -> None:
         """Stop every worker; conversions still running get up to the time limit, then their worker is killed."""

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from engines.contract import ListRequest
 from pipeline.scrub import SanitizationReport
 from tests.fixtures.documents import pdf_bytes
+from tests.fixtures.processes import alive, wait_gone
 from worker.context import Progress
 from worker.embedded import EmbeddedRuntime
 from worker.settings import Settings
@@ -139,20 +139,7 @@ def test_pool_processes_exit_when_their_parent_is_killed() -> None:
     ) as parent:
         assert parent.stdout is not None
         pids = [int(pid) for pid in parent.stdout.readline().split()]
-        assert pids and all(_alive(pid) for pid in pids)
+        assert pids and all(alive(pid) for pid in pids)
         parent.kill()
         parent.wait(timeout=10)
-    deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(pid) for pid in pids)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A dead child not yet reaped by its new parent is a zombie: gone for our purpose.
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().split(")")[-1].split()[0] != "Z"
+    assert wait_gone(pids) == []

@@ -14,6 +14,7 @@ import pytest
 
 from engines.contract import FetchMode, FetchRequest
 from engines.local import LocalEngine
+from tests.fixtures.processes import wait_gone
 
 pytestmark = pytest.mark.e2e
 
@@ -89,19 +90,4 @@ def test_ctrl_c_after_a_backfill_stops_every_process_quietly(tmp_path: Path) -> 
     assert child.returncode == 0, err
     assert "stopped" in err and "Traceback" not in err
     assert len(group) > 1  # the text pool (and nothing else) had started processes of its own
-    deadline = time.monotonic() + 10
-    while _alive(group) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(group)
-
-
-def _alive(pids: list[int]) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().split(")")[-1].split()[0] != "Z":
-                    alive.append(pid)
-        except FileNotFoundError:
-            continue
-    return alive
+    assert wait_gone(group) == []

@@ -50,8 +50,8 @@ SURFACE = {
     "NativeConverter",
     "OfficeConverter",
     "RawDocument",
-    "check_size",
     "convert_document",
+    "convert_natively",
     "default_chain",
     "native_chain",
 }
