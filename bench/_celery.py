@@ -41,16 +41,17 @@ from typing import IO, Any, NamedTuple, TypeVar
 
 from engines.contract import ListRequest, MemoryEngine, MetaFilter
 from engines.local import LocalEngine
-from worker.celery_app import create_app
-from worker.cluster import enqueue_sync
-from worker.keys import Keys
-from worker.leases import Leases
-from worker.model import BatchReport, SourceConfigKind, SourceEntry, SyncReport
-from worker.progress_redis import RunProgress
-from worker.queues import ALL_QUEUES
-from worker.redis_client import redis_from_url
+from sources import SourceConfigKind, SourceEntry
+from worker.cluster.app import create_app
+from worker.cluster.queues import ALL_QUEUES
+from worker.cluster.runtime import enqueue_sync
+from worker.records import BatchReport, SyncReport
+from worker.redis.client import redis_from_url
+from worker.redis.keys import Keys
+from worker.redis.leases import Leases
+from worker.redis.progress import RunProgress
 from worker.settings import Settings
-from worker.state_redis import RedisStateStore
+from worker.state.redis import RedisStateStore
 
 REDIS_URL = os.environ.get("TINYMEMORY_REDIS_URL", "redis://127.0.0.1:6379/0")
 TINYMEMORY = str(Path(sys.executable).with_name("tinymemory"))

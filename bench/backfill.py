@@ -50,10 +50,11 @@ from typing import Any
 from _celery import CeleryPipeline, MemorySampler, count_items, embedded_rss_line, print_report, run_celery
 
 from engines.contract import MetaFilter
-from worker.embedded import EmbeddedRuntime
-from worker.model import BatchReport, SyncReport
+from worker.control import ensure_local_source
+from worker.embedded.runtime import EmbeddedRuntime
+from worker.records import BatchReport, SyncReport
 from worker.settings import Settings
-from worker.state import StateStore
+from worker.state.base import StateStore
 
 TARGET_FIRST_S = {"tldr-pages": 2.0}
 TARGET_UNCHANGED_S = 0.15
@@ -172,7 +173,7 @@ async def run_ours(root: Path, deleted: Sequence[str], workers: int, data_dir: P
     with EmbeddedRuntime(Settings(data_dir=data_dir, convert_workers=workers)) as runtime:
         # Warm like the floor's pool: both are timed converting, not starting processes.
         runtime.converter.warm(wait=True)
-        source_id = runtime.source_for_path(root).id
+        source_id = ensure_local_source(runtime.state, root).id
         letters = letters_of(runtime.state, source_id)
 
         async def items(file_path: str | None) -> int:

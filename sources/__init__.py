@@ -1,44 +1,72 @@
-"""Source readers: list units, detect changes against a manifest, read one unit.
+"""Source readers: configure a source, list its units, read one unit into content with its origin.
 
-Local sources (`FolderReader`, `FileReader`) implement `SourceReader` and `WatchableSource`; `FolderWatcher` turns
-file events into debounced sets of changed unit ids, or `{RESCAN}`.
+One `SourceReader` protocol (`sources.base`) for every kind; `WatchableSource` and `IncrementalSource` are the
+abilities only some kinds have. `REGISTRY` maps a kind to its reader, as the engine registry maps an engine
+id; the local kinds (`FolderReader`, `FileReader`) are built in. `FolderWatcher` turns file events into
+debounced sets of changed unit ids, or `{RESCAN}`.
 """
 
 from sources.base import (
-    FILE_KIND,
     FOLDER_FILE_SIZE_CAP_BYTES,
-    FOLDER_KIND,
     ChangeCallback,
+    Delta,
+    IncrementalSource,
     Listing,
-    Signature,
+    ReaderOptions,
     Skipped,
     SourceReader,
     Unit,
+    UnitContent,
     WatchableSource,
-    hash_bytes,
-    needs_hash,
     resolve_source_path,
+)
+from sources.config import (
+    SourceConfigKind,
+    SourceEntry,
+    SourceRequest,
+    configured_entry,
+    local_request,
+    source_id_for,
 )
 from sources.file import FileReader
 from sources.folder import FolderReader
+from sources.registry import (
+    REGISTRY,
+    KindSpec,
+    SourceKindEntry,
+    SourceReaders,
+    SourceRegistry,
+    register_kinds,
+)
 from sources.watch import RESCAN, FolderWatcher
 
 __all__ = [
-    "FILE_KIND",
     "FOLDER_FILE_SIZE_CAP_BYTES",
-    "FOLDER_KIND",
+    "REGISTRY",
     "RESCAN",
     "ChangeCallback",
+    "Delta",
     "FileReader",
     "FolderReader",
     "FolderWatcher",
+    "IncrementalSource",
+    "KindSpec",
     "Listing",
-    "Signature",
+    "ReaderOptions",
     "Skipped",
+    "SourceConfigKind",
+    "SourceEntry",
+    "SourceKindEntry",
     "SourceReader",
+    "SourceReaders",
+    "SourceRegistry",
+    "SourceRequest",
     "Unit",
+    "UnitContent",
     "WatchableSource",
-    "hash_bytes",
-    "needs_hash",
+    "configured_entry",
+    "local_request",
+    "register_kinds",
     "resolve_source_path",
+    "source_id_for",
 ]

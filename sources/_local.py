@@ -15,9 +15,13 @@ import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Final
 
-from engines.contract import EngineError, InvalidRequestError, NotFoundError
+from engines.contract import EngineError, InvalidRequestError, MemoryMeta, NotFoundError, SourceKind, SourceRef
+from sources.base import UnitContent
+from sources.config import SourceEntry
 
 KIB: Final = 1024
 MIB: Final = 1024 * 1024
@@ -107,8 +111,41 @@ def stat_beneath(root: str, unit_id: str, cap: int) -> os.stat_result:
     return st
 
 
-def read_beneath(root: str, unit_id: str, cap: int) -> bytes:
-    """The bytes of regular file `root/unit_id`, refusing it when it is over `cap` now (it may have grown).
+def local_path(target: str) -> Path:
+    """A path a person configured, with `~` expanded; `NotFoundError` when nothing is there."""
+    path = Path(target).expanduser()
+    if not path.exists():
+        raise NotFoundError(f"{target} does not exist")
+    return path
+
+
+def file_content(
+    entry: SourceEntry | None, item_source: SourceKind, root: str, unit_id: str, data: bytes, st: os.stat_result
+) -> UnitContent:
+    """One local file as read, with the spec §2.4 metadata: the root as workspace, the canonical absolute
+    path and its folder, observed at its mtime (an item's id does not depend on the mtime)."""
+    path = f"{root.rstrip('/')}/{unit_id}"
+    fields = {
+        "workspace": root,
+        "folder": path.rpartition("/")[0] or "/",
+        "file_path": path,
+        "observed_at": datetime.fromtimestamp(st.st_mtime_ns / 1e9, UTC),
+    }
+    if entry is None:
+        origin = MemoryMeta.model_validate({"source": SourceRef(kind=item_source), **fields})
+    else:
+        origin = entry.origin(item_source, **fields)
+    return UnitContent(unit_id, local_version(st), origin, data=data, name=unit_id)
+
+
+def local_version(st: os.stat_result) -> str:
+    """A local file's unit version: `size:mtime_ns` (a touched file gets a new one, and is hashed to tell)."""
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def read_beneath(root: str, unit_id: str, cap: int) -> tuple[bytes, os.stat_result]:
+    """The bytes of regular file `root/unit_id` and the `fstat` of what was read, refusing the file when it
+    is over `cap` now (it may have grown).
 
     At most `cap + 1` bytes are ever read, so a file that grows (or a sparse file) cannot exhaust memory.
     `root` is the source's resolved root (its own links, chosen by the user, are already followed).
@@ -144,7 +181,7 @@ def _parent_dir(root_real: str, parts: list[str]) -> Iterator[int]:
         os.close(dir_fd)
 
 
-def _read_file(dir_fd: int, name: str, cap: int, unit_id: str, root: str) -> bytes:
+def _read_file(dir_fd: int, name: str, cap: int, unit_id: str, root: str) -> tuple[bytes, os.stat_result]:
     # Check the type before opening: opening a device can have side effects even with O_NONBLOCK.
     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     if stat.S_ISLNK(st.st_mode):
@@ -153,8 +190,9 @@ def _read_file(dir_fd: int, name: str, cap: int, unit_id: str, root: str) -> byt
     fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     try:
         # Re-check what was opened: the entry may have been replaced since the stat.
-        _refuse(os.fstat(fd), cap, unit_id)
-        return _read_capped(fd, cap, unit_id)
+        opened = os.fstat(fd)
+        _refuse(opened, cap, unit_id)
+        return _read_capped(fd, cap, unit_id), opened
     finally:
         os.close(fd)
 

@@ -1,31 +1,34 @@
-"""The shapes every source shares: units, listings, signatures, and the reader protocols.
+"""The shapes every source shares: units, listings, content, and the reader protocols.
 
-A *unit* is what a source can name and read (a file, a page, a feed entry). Listing returns units and
-per-unit refusals together (`Listing.skipped`): one bad file is data, only a failure to list at all raises.
-Readers raise contract errors only:
+A *unit* is what a source can name and read: a file, a page, a feed entry, a file of a repository at a commit,
+a conversation thread. It is listed as an id and an opaque `version` string its reader defines (a folder's
+`size:mtime_ns`, a page's ETag, a blob sha, a feed entry's id and update time); a host compares versions only
+for equality, to decide whether to read the unit again. Reading one unit gives its `UnitContent`: bytes to
+sniff and convert, or turns already structured, with the metadata of where it came from.
+
+Listing returns units and per-unit refusals together (`Listing.skipped`): one bad file is data, only a failure
+to list at all raises. Readers raise contract errors only:
 
     InvalidRequestError   the id escapes the source, is not selected, or names something too large or not a file
     NotFoundError         the root or the unit does not exist
-    EngineError           the filesystem failed (permission, I/O)
+    UnavailableError      the place the source reads is unreachable for now (a retry may help)
+    EngineError           the source failed otherwise (permission, I/O)
+
+Abilities only some kinds have are small protocols of their own, checked with `isinstance`:
+`WatchableSource` (file events) and `IncrementalSource` (list only what changed since a cursor).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
-from engines.contract import InvalidRequestError
+from engines.contract import InvalidRequestError, MemoryMeta, Turn
 
 if TYPE_CHECKING:
     from sources.watch import FolderWatcher
-
-# Persisted config kinds (spec §1.2). Plain strings so `sources` need not import `worker`'s enum; a `StrEnum`
-# member compares equal to them.
-FOLDER_KIND: Final = "folder"
-FILE_KIND: Final = "file"
 
 # Spec §3 `FOLDER_FILE_SIZE_CAP_BYTES`: larger files are skipped when listing and refused when read.
 FOLDER_FILE_SIZE_CAP_BYTES: Final = 10 * 1024 * 1024
@@ -36,20 +39,15 @@ ChangeCallback = Callable[[set[str]], None]
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """One readable file as listed: `id` is its path relative to the source root, with `/` separators.
+    """One readable unit as listed: its id within the source and its version now.
 
-    `path` is the absolute path as a string (not a `Path`: building 7,000 `Path` objects doubled a listing's time).
+    `size` is the unit's size in bytes when the listing knows it without reading (a hint for how to read
+    it; reads check their own caps). The id's extension, when it has one, is taken as a hint of its format.
     """
 
     id: str
-    size: int
-    mtime_ns: int
-    path: str
-
-    @property
-    def updated_at_ms(self) -> int:
-        """The change signal of spec §3 (`updated_at_ms`): mtime in milliseconds."""
-        return self.mtime_ns // 1_000_000
+    version: str
+    size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,45 +60,54 @@ class Skipped:
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """What one listing found: readable units (sorted by id) and the entries it refused."""
+    """What one listing found: readable units (sorted by id), the entries it refused, and, for an
+    `IncrementalSource`, the cursor this listing corresponds to (None: the source keeps no cursor)."""
 
     units: tuple[Unit, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """What changed in a source since a cursor: units added or modified, ids removed, entries refused, and
+    the cursor of the source now."""
+
+    cursor: str
+    units: tuple[Unit, ...] = ()
+    removed: tuple[str, ...] = ()
     skipped: tuple[Skipped, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
-class Signature:
-    """What a manifest keeps to decide whether a unit changed.
+class UnitContent:
+    """One unit as read: its version, where it came from, and its content.
 
-    Size and mtime are compared first; only when they moved is the content hash (`sha256`, lowercase hex) worth
-    computing, so a touched but unchanged file is recognised without converting it again.
+    The content is exactly one of `data` (bytes to sniff and convert, named `name` for sniffing, with the
+    MIME type the source declared, if any) or `turns` (a conversation, already structured). `version` is
+    the version of what was read, which may be newer than the one listed. `origin` is the metadata every
+    item made of the unit carries: the source reference, the namespace, and what the kind knows (file path,
+    URL, repository, commit, thread, when it was observed); the pipeline adds language and MIME type.
     """
 
-    size: int
-    mtime_ns: int
-    sha256: str | None = None
+    unit_id: str
+    version: str
+    origin: MemoryMeta
+    data: bytes | None = None
+    name: str = ""
+    mime: str | None = None
+    turns: tuple[Turn, ...] | None = None
 
-    @classmethod
-    def of(cls, unit: Unit, sha256: str | None = None) -> Signature:
-        """The signature to record for `unit`, with its content hash when one was computed."""
-        return cls(size=unit.size, mtime_ns=unit.mtime_ns, sha256=sha256)
-
-
-def needs_hash(previous: Signature | None, unit: Unit) -> bool:
-    """True when `unit` may have changed since `previous`: the caller must read and hash it to know.
-
-    False means size and mtime are unchanged, so the unit is taken as unchanged without reading it. When True,
-    compare `hash_bytes(data)` with `previous.sha256`: equal means only the metadata moved (record the new
-    signature, convert nothing); different or unknown means the content changed.
-    """
-    if previous is None:
-        return True
-    return previous.size != unit.size or previous.mtime_ns != unit.mtime_ns
+    def __post_init__(self) -> None:
+        if (self.data is None) == (self.turns is None):
+            raise ValueError(f"unit {self.unit_id!r}: content holds exactly one of data or turns")
 
 
-def hash_bytes(data: bytes) -> str:
-    """The content hash a `Signature` records: SHA-256, lowercase hex."""
-    return hashlib.sha256(data).hexdigest()
+@dataclass(frozen=True, slots=True)
+class ReaderOptions:
+    """What a host configures for every reader it builds (the kind's own settings are in its entry)."""
+
+    max_file_bytes: int = FOLDER_FILE_SIZE_CAP_BYTES
 
 
 def resolve_source_path(path: Path, workspace: Path | None) -> Path:
@@ -118,39 +125,44 @@ def resolve_source_path(path: Path, workspace: Path | None) -> Path:
 
 @runtime_checkable
 class SourceReader(Protocol):
-    """A source that can list its units and read one unit's bytes.
+    """A source that can list its units and read one of them.
 
-    `list_units` raises only when the source cannot be listed at all (missing root); a unit it cannot offer is a
-    `Skipped` entry. `read` re-checks everything `list_units` checked, because the unit may have changed or the id
-    may come from elsewhere, and raises `InvalidRequestError`, `NotFoundError` or `EngineError`.
+    `list_units` raises only when the source cannot be listed at all (missing root, unreachable host); a unit
+    it cannot offer is a `Skipped` entry. `read` re-checks everything `list_units` checked, because the unit
+    may have changed or the id may come from elsewhere, and raises a contract error (module docstring).
     """
 
     @property
     def kind(self) -> str:
-        """The persisted config kind (`FOLDER_KIND`, `FILE_KIND`, ...)."""
+        """The persisted config kind (a `SourceConfigKind` value for the built-in kinds)."""
         ...
 
     def list_units(self) -> Listing:
         """Every unit the source offers now, and the entries it refused."""
         ...
 
-    def read(self, unit_id: str) -> bytes:
-        """The bytes of one unit, never more than the source's size cap."""
+    def read(self, unit_id: str) -> UnitContent:
+        """One unit's content now, never more than the source's size cap."""
         ...
 
 
 @runtime_checkable
 class WatchableSource(Protocol):
-    """A source whose changes arrive as file events; the worker checks `isinstance`, not a flag."""
+    """A source whose changes arrive as file events."""
 
     def watch(self, on_change: ChangeCallback, *, debounce_s: float = 0.5, reconcile_s: float = 300.0) -> FolderWatcher:
         """An unstarted watcher delivering this source's changed unit ids (ignored ones already dropped)."""
         ...
 
-    def stat_unit(self, unit_id: str) -> Unit:
-        """One unit's listing entry now, so an event needs no full listing.
 
-        Raises `NotFoundError` when the unit is gone (the host forgets it) and `InvalidRequestError` when it is
-        no longer offered (not selected, too large, a link or not a regular file).
-        """
+@runtime_checkable
+class IncrementalSource(Protocol):
+    """A source that can say what changed since a cursor without listing everything (a repository's compare).
+
+    The cursor is the one a previous `list_units` or `list_changes` returned. None means the cursor can no
+    longer be used (history rewritten, too much changed): the host lists everything and diffs it instead.
+    """
+
+    def list_changes(self, cursor: str) -> Delta | None:
+        """The units added or modified and the ids removed since `cursor`, or None to list everything."""
         ...

@@ -11,29 +11,41 @@ import os
 import stat
 from pathlib import Path
 
-from engines.contract import EngineError, InvalidRequestError, NotFoundError
-from sources._local import id_parts, read_beneath, refusal, stat_beneath
+from engines.contract import EngineError, InvalidRequestError, NotFoundError, SourceKind
+from sources._local import file_content, id_parts, local_path, local_version, read_beneath, refusal, stat_beneath
 from sources.base import (
-    FILE_KIND,
     FOLDER_FILE_SIZE_CAP_BYTES,
     ChangeCallback,
     Listing,
+    ReaderOptions,
     Skipped,
     Unit,
+    UnitContent,
     resolve_source_path,
 )
+from sources.config import SourceConfigKind, SourceEntry, SourceRequest, configured_entry, source_id_for
+from sources.registry import KindSpec
 from sources.watch import FolderWatcher
 
 
 class FileReader:
-    """Lists and reads the one file at `path` (relative only with a `workspace`); its unit id is the file name."""
+    """Lists and reads the one file at `path` (relative only with a `workspace`); its unit id is the file name.
 
-    kind = FILE_KIND
+    Items read carry `entry`'s source reference and namespace (none without an entry).
+    """
+
+    kind = SourceConfigKind.FILE
 
     def __init__(
-        self, path: Path, max_file_bytes: int = FOLDER_FILE_SIZE_CAP_BYTES, *, workspace: Path | None = None
+        self,
+        path: Path,
+        max_file_bytes: int = FOLDER_FILE_SIZE_CAP_BYTES,
+        *,
+        workspace: Path | None = None,
+        entry: SourceEntry | None = None,
     ) -> None:
         self._configured = path
+        self._entry = entry
         self.path = resolve_source_path(path, workspace)
         # The folder the unit id is relative to, as for a folder source.
         self.root = self.path.parent
@@ -55,17 +67,20 @@ class FileReader:
         reason = refusal(st, self.max_file_bytes)
         if reason is not None:
             return Listing(skipped=(Skipped(self.name, reason),))
-        return Listing(units=(Unit(id=self.name, size=st.st_size, mtime_ns=st.st_mtime_ns, path=os.fspath(self.path)),))
+        return Listing(units=(Unit(self.name, local_version(st), st.st_size),))
 
-    def read(self, unit_id: str) -> bytes:
-        """The file's bytes, re-checked now: still a regular file, not a link, under the cap."""
+    def read(self, unit_id: str) -> UnitContent:
+        """The file, re-checked now: still a regular file, not a link, under the cap."""
         self._check_id(unit_id)
-        return read_beneath(os.fspath(self.root), unit_id, self.max_file_bytes)
+        root = os.fspath(self.root)
+        data, st = read_beneath(root, unit_id, self.max_file_bytes)
+        return file_content(self._entry, SourceKind.FILE, root, unit_id, data, st)
 
     def stat_unit(self, unit_id: str) -> Unit:
+        """The file's listing entry now, with the checks `read` makes; `NotFoundError` once it is gone."""
         self._check_id(unit_id)
         st = stat_beneath(os.fspath(self.root), unit_id, self.max_file_bytes)
-        return Unit(id=unit_id, size=st.st_size, mtime_ns=st.st_mtime_ns, path=os.fspath(self.path))
+        return Unit(unit_id, local_version(st), st.st_size)
 
     def watch(self, on_change: ChangeCallback, *, debounce_s: float = 0.5, reconcile_s: float = 300.0) -> FolderWatcher:
         """Watches only the file's folder, not below it, and drops every other entry's events."""
@@ -82,3 +97,25 @@ class FileReader:
         id_parts(unit_id)  # a path escape is reported as such
         if unit_id != self.name:
             raise InvalidRequestError(f"cannot read '{unit_id}': this file source holds only '{self.name}'")
+
+
+def _configure(request: SourceRequest) -> SourceEntry:
+    path = local_path(request.target)
+    if path.is_dir():
+        raise InvalidRequestError(f"{request.target} is a folder; use a folder source for a folder")
+    return configured_entry(request, source_id_for(path), str(path), path=os.path.realpath(path))
+
+
+def _build(entry: SourceEntry, options: ReaderOptions) -> FileReader:
+    if not entry.path:
+        raise InvalidRequestError(f"source {entry.id}: path is required for a file source")
+    return FileReader(Path(os.path.realpath(entry.path)), max_file_bytes=options.max_file_bytes, entry=entry)
+
+
+SPEC = KindSpec(
+    kind=SourceConfigKind.FILE,
+    target="path",
+    summary="one file",
+    configure=_configure,
+    build=_build,
+)

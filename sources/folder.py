@@ -12,17 +12,29 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engines.contract import EngineError, Error, InvalidRequestError, NotFoundError
-from sources._local import REASON_SYMLINK, id_parts, read_beneath, refusal, stat_beneath
+from engines.contract import EngineError, Error, InvalidRequestError, NotFoundError, SourceKind
+from sources._local import (
+    REASON_SYMLINK,
+    file_content,
+    id_parts,
+    local_path,
+    local_version,
+    read_beneath,
+    refusal,
+    stat_beneath,
+)
 from sources.base import (
     FOLDER_FILE_SIZE_CAP_BYTES,
-    FOLDER_KIND,
     ChangeCallback,
     Listing,
+    ReaderOptions,
     Skipped,
     Unit,
+    UnitContent,
     resolve_source_path,
 )
+from sources.config import SourceConfigKind, SourceEntry, SourceRequest, configured_entry, source_id_for
+from sources.registry import KindSpec
 from sources.selection import (
     GITIGNORE,
     REASON_GITIGNORED,
@@ -49,10 +61,11 @@ class FolderReader:
 
     `root` may be relative only with a `workspace` to join it to. `include` narrows the selection to files whose
     whole relative path matches one of the spec §3 globs. Files over `max_file_bytes` are listed as skipped and
-    refused when read. Also a `WatchableSource`: `watch` gives a watcher, `stat_unit` examines one changed id.
+    refused when read. Items read carry `entry`'s source reference and namespace (none without an entry).
+    Also a `WatchableSource`; `stat_unit` examines one id as a listing would.
     """
 
-    kind = FOLDER_KIND
+    kind = SourceConfigKind.FOLDER
 
     def __init__(
         self,
@@ -61,8 +74,10 @@ class FolderReader:
         max_file_bytes: int = FOLDER_FILE_SIZE_CAP_BYTES,
         *,
         workspace: Path | None = None,
+        entry: SourceEntry | None = None,
     ) -> None:
         self._configured = root
+        self._entry = entry
         self.root = resolve_source_path(root, workspace)
         self.include = IncludeGlob(include or ())
         self.max_file_bytes = max_file_bytes
@@ -78,16 +93,18 @@ class FolderReader:
         skipped = sorted(walk.skipped, key=lambda entry: entry.unit_id)
         return Listing(units=tuple(units), skipped=tuple(skipped))
 
-    def read(self, unit_id: str) -> bytes:
-        """The bytes of one selected file, re-checking selection, containment, type and the cap at read time."""
+    def read(self, unit_id: str) -> UnitContent:
+        """One selected file, re-checking selection, containment, type and the cap at read time."""
         self._check_selected(unit_id)
-        return read_beneath(os.fspath(self.root), unit_id, self.max_file_bytes)
+        root = os.fspath(self.root)
+        data, st = read_beneath(root, unit_id, self.max_file_bytes)
+        return file_content(self._entry, SourceKind.FOLDER, root, unit_id, data, st)
 
     def stat_unit(self, unit_id: str) -> Unit:
         """One file's listing entry now, with the checks `read` makes; `NotFoundError` once it is gone."""
         self._check_selected(unit_id)
         st = stat_beneath(os.fspath(self.root), unit_id, self.max_file_bytes)
-        return Unit(id=unit_id, size=st.st_size, mtime_ns=st.st_mtime_ns, path=f"{self.root}/{unit_id}")
+        return Unit(id=unit_id, version=local_version(st), size=st.st_size)
 
     def ignores(self, unit_id: str) -> bool:
         """True when events for `unit_id` concern nothing this source offers; a trailing `/` marks a folder."""
@@ -169,7 +186,7 @@ class _GitignoreCache:
         cached = self.entries.get(folder)
         if cached is not None and cached[0] == key:
             return cached[1]
-        data = read_beneath(folder, GITIGNORE, _GITIGNORE_CAP)
+        data, _ = read_beneath(folder, GITIGNORE, _GITIGNORE_CAP)
         layer = GitignoreLayer(rel_dir, parse_gitignore(data.decode("utf-8", errors="replace")))
         self.entries[folder] = (key, layer)
         return layer
@@ -270,7 +287,7 @@ class _Walk:
         if reason is not None:
             self.skipped.append(Skipped(rel, reason))
         else:
-            self.units.append(Unit(id=rel, size=st.st_size, mtime_ns=st.st_mtime_ns, path=entry.path))
+            self.units.append(Unit(rel, local_version(st), st.st_size))
 
 
 def _os_reason(exc: OSError, what: str) -> str:
@@ -292,3 +309,28 @@ def _is_utf8(text: str) -> bool:
 
 def _printable(text: str) -> str:
     return os.fsencode(text).decode("utf-8", errors="backslashreplace")
+
+
+def _configure(request: SourceRequest) -> SourceEntry:
+    path = local_path(request.target)
+    if not path.is_dir():
+        raise InvalidRequestError(f"{request.target} is not a folder; use a file source for a single file")
+    return configured_entry(
+        request, source_id_for(path), str(path), path=os.path.realpath(path), include=request.include
+    )
+
+
+def _build(entry: SourceEntry, options: ReaderOptions) -> FolderReader:
+    if not entry.path:
+        raise InvalidRequestError(f"source {entry.id}: path is required for a folder source")
+    root = Path(os.path.realpath(entry.path))
+    return FolderReader(root, include=entry.include or None, max_file_bytes=options.max_file_bytes, entry=entry)
+
+
+SPEC = KindSpec(
+    kind=SourceConfigKind.FOLDER,
+    target="path",
+    summary="every selected file below a folder",
+    configure=_configure,
+    build=_build,
+)

@@ -43,10 +43,18 @@ class Settings(BaseSettings):
     engine_key: SecretStr | None = None
     redis_url: SecretStr = SecretStr("redis://127.0.0.1:6379/0")
     convert_workers: int = Field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)))
+    # Documents converted at once in one batch; None: twice the process's converter processes, at least 2.
+    convert_concurrency: int | None = Field(default=None, ge=1)
     convert_timeout_s: float = 60.0
     convert_memory_mb: int = 1024
     max_file_mb: float = 10.0
     item_max_chars: int = 8 * 1024 * 1024
+    # Calls of one store_many the engine answers Unavailable before giving up: in embedded mode the units
+    # become dead letters; in a Celery task (`task_store_attempts`) the task is retried later with backoff.
+    store_attempts: int = Field(default=5, ge=1)
+    task_store_attempts: int = Field(default=3, ge=1)
+    # Source kinds from outside this package: kind name -> module path holding its `SPEC` (sources.registry).
+    source_kinds: dict[str, str] = Field(default_factory=dict)
     state: Literal["sqlite", "redis"] = "sqlite"
     redis_prefix: str = "tm:"
     task_soft_limit_s: float = 540.0
@@ -55,6 +63,9 @@ class Settings(BaseSettings):
     sync_lease_s: float = 900.0
     beat_tick_s: float = 10.0
     metrics_port: int = 9464
+    # Where a host's worker processes keep their metric counters; None: one folder per port in the temp dir,
+    # shared by the workers of a host so that whichever serves the port counts every one of them once.
+    metrics_dir: Path | None = None
     log_json: bool = False
 
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from pathlib import Path
 
@@ -88,7 +89,7 @@ class LocalEngine(MemoryEngine):
 
     def __init__(
         self,
-        path: Path,
+        path: str | os.PathLike[str],
         *,
         tenant: str | None = None,
         embedder: Embedder | None = None,
@@ -96,7 +97,7 @@ class LocalEngine(MemoryEngine):
         passage_chars: int = DEFAULT_PASSAGE_CHARS,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
     ) -> None:
-        self._db = Database(path)
+        self._db = Database(Path(path))
         self._tenant = tenant or ""
         self._embedder = embedder or HashingEmbedder()
         self._chat = chat

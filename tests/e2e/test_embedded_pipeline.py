@@ -21,7 +21,8 @@ from tests.fixtures.documents import (
     xlsx_bytes,
     zip_bomb_bytes,
 )
-from worker.embedded import EmbeddedRuntime
+from worker.control import ensure_local_source
+from worker.embedded.runtime import EmbeddedRuntime
 from worker.settings import Settings
 
 pytestmark = pytest.mark.e2e
@@ -122,7 +123,7 @@ async def _fetch_ids(runtime: EmbeddedRuntime, word: str) -> set[str]:
 async def test_every_document_is_stored_once_with_its_metadata(runtime: EmbeddedRuntime, tmp_path: Path) -> None:
     root = tmp_path / "folder"
     words = _make_folder(root)
-    entry = runtime.source_for_path(root)
+    entry = ensure_local_source(runtime.state, root)
     sync, batches = await runtime.sync(entry.id)
     assert (sync.listed, sync.upserts, sync.skipped) == (10, 10, 0)
     assert sum(b.failed for b in batches) == 0, runtime.state.dead_letters()
@@ -147,7 +148,7 @@ async def test_every_document_is_stored_once_with_its_metadata(runtime: Embedded
 async def test_edit_delete_rename_and_touch(runtime: EmbeddedRuntime, tmp_path: Path) -> None:
     root = tmp_path / "folder"
     _make_folder(root)
-    entry = runtime.source_for_path(root)
+    entry = ensure_local_source(runtime.state, root)
     await runtime.sync(entry.id)
     before = await _all(runtime)
 
@@ -175,7 +176,7 @@ async def test_planted_secrets_are_stored_scrubbed(runtime: EmbeddedRuntime, tmp
     root = tmp_path / "folder"
     _write(root, "leaky.md", "# Credentials dump\n\n" + "\n\n".join(SECRETS) + "\n")
     _write(root, "leaky.docx", docx_bytes(list(SECRETS)))
-    entry = runtime.source_for_path(root)
+    entry = ensure_local_source(runtime.state, root)
     await runtime.sync(entry.id)
     hits = await _all(runtime)
     assert len(hits) == 2
@@ -198,7 +199,7 @@ async def test_hostile_files_become_dead_letters_and_the_rest_is_stored(
         sparse.truncate(1024**3)
     os.symlink(root / "loop-b", root / "loop-a")
     os.symlink(root / "loop-a", root / "loop-b")
-    entry = runtime.source_for_path(root)
+    entry = ensure_local_source(runtime.state, root)
     await runtime.sync(entry.id)
 
     hits = await _all(runtime)
@@ -221,7 +222,7 @@ async def test_hostile_files_become_dead_letters_and_the_rest_is_stored(
 async def test_a_namespace_and_a_filter_reach_the_items(runtime: EmbeddedRuntime, tmp_path: Path) -> None:
     root = tmp_path / "team-notes"
     _write(root, "a.md", "alpacaroo")
-    entry = runtime.source_for_path(root).model_copy(update={"namespace": "team:acme"})
+    entry = ensure_local_source(runtime.state, root).model_copy(update={"namespace": "team:acme"})
     runtime.state.put_source(entry)
     await runtime.sync(entry.id)
     hits = await _all(runtime)

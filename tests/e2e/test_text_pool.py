@@ -18,10 +18,12 @@ from engines.contract import ListRequest
 from pipeline.scrub import SanitizationReport
 from tests.fixtures.documents import pdf_bytes
 from tests.fixtures.processes import alive, wait_gone
-from worker.context import Progress
-from worker.embedded import EmbeddedRuntime
+from worker.control import ensure_local_source
+from worker.embedded import TextPool
+from worker.embedded.runtime import EmbeddedRuntime
+from worker.jobs import MIN_TEXT_UNITS as MIN_UNITS
+from worker.jobs.context import Progress
 from worker.settings import Settings
-from worker.textprep import MIN_UNITS, TextPool
 
 pytestmark = pytest.mark.e2e
 
@@ -65,7 +67,7 @@ def _runtime(data_dir: Path, progress: Progress, pool: TextPool | None) -> Embed
 
 
 async def _ingest(runtime: EmbeddedRuntime, folder: Path) -> tuple[set[str], set[tuple[str, str, str]]]:
-    entry = runtime.source_for_path(folder)
+    entry = ensure_local_source(runtime.state, folder)
     await runtime.sync(entry.id)
     ids: set[str] = set()
     cursor = None
@@ -133,7 +135,7 @@ async def test_a_killed_pool_process_costs_nothing_and_the_pool_starts_again(
 
 
 def test_pool_processes_exit_when_their_parent_is_killed() -> None:
-    script = "from worker.textprep import TextPool\np = TextPool(2)\np.warm()\nprint(*p.pids, flush=True)\ninput()\n"
+    script = "from worker.embedded import TextPool\np = TextPool(2)\np.warm()\nprint(*p.pids, flush=True)\ninput()\n"
     with subprocess.Popen(
         [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     ) as parent:

@@ -22,15 +22,15 @@ import redis
 
 from engines.contract import ListRequest, MetaFilter
 from engines.local import LocalEngine
-from worker.celery_app import create_app
-from worker.cluster import enqueue_sync
-from worker.cluster_status import queue_depths
-from worker.keys import Keys
-from worker.leases import Leases
-from worker.model import SourceEntry
-from worker.redis_client import redis_from_url
+from sources import SourceEntry
+from worker.cluster.app import create_app
+from worker.cluster.runtime import enqueue_sync
+from worker.cluster.status import queue_depths
+from worker.redis.client import redis_from_url
+from worker.redis.keys import Keys
+from worker.redis.leases import Leases
 from worker.settings import Settings
-from worker.state_redis import RedisStateStore
+from worker.state.redis import RedisStateStore
 
 TINYMEMORY = str(Path(sys.executable).parent / "tinymemory")
 

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from tests.integration.cluster import TINYMEMORY, Cluster, write_notes
-from worker import tasks
-from worker.celery_app import create_app
-from worker.model import SyncReport
-from worker.queues import SYNC_TASK
-from worker.watching import SourceWatchers
+from worker.cluster import tasks
+from worker.cluster.app import create_app
+from worker.cluster.queues import SYNC_TASK
+from worker.cluster.watchers import SourceWatchers
+from worker.records import SyncReport
 
 pytestmark = pytest.mark.integration
 

@@ -29,7 +29,7 @@ from worker.cli import app
 from worker.settings import Settings
 
 try:
-    from worker.queues import ALL_QUEUES as QUEUES
+    from worker.cluster.queues import ALL_QUEUES as QUEUES
 except ImportError:  # pragma: no cover - the queue module lands with the distributed worker
     # Until then, the queues named in ARCHITECTURE.md and the issue.
     QUEUES = ("tm.sync", "tm.ingest", "tm.backfill", "tm.erase")

@@ -1,83 +1,49 @@
-"""Shared shapes of `sources`: signatures and the `needs_hash` rule, hashing, path resolution, the public surface."""
+"""Shared shapes of `sources`: units and content, path resolution, the protocols, the public surface."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import types
 from pathlib import Path
 
 import pytest
 
 import sources
-from engines.contract import InvalidRequestError
+from engines.contract import InvalidRequestError, MemoryMeta, Role, Turn
 from sources import (
     FileReader,
     FolderReader,
+    IncrementalSource,
     Listing,
-    Signature,
     SourceReader,
     Unit,
+    UnitContent,
     WatchableSource,
-    hash_bytes,
-    needs_hash,
     resolve_source_path,
 )
 
-UNIT = Unit(id="notes/a.md", size=10, mtime_ns=1_700_000_000_123_456_789, path="/data/notes/a.md")
+UNIT = Unit(id="notes/a.md", version="10:1700000000123456789", size=10)
 
 
-def test_needs_hash_for_a_unit_never_seen() -> None:
-    assert needs_hash(None, UNIT)
-
-
-def test_no_hash_needed_when_size_and_mtime_match() -> None:
-    assert not needs_hash(Signature(size=10, mtime_ns=UNIT.mtime_ns, sha256="ab"), UNIT)
-    # The hash is not what decides at this step: size and mtime alone say "unchanged".
-    assert not needs_hash(Signature(size=10, mtime_ns=UNIT.mtime_ns), UNIT)
-
-
-@pytest.mark.parametrize(
-    "previous",
-    [
-        Signature(size=11, mtime_ns=UNIT.mtime_ns, sha256="ab"),
-        Signature(size=10, mtime_ns=UNIT.mtime_ns + 1, sha256="ab"),
-        Signature(size=0, mtime_ns=0),
-    ],
-)
-def test_hash_needed_when_size_or_mtime_moved(previous: Signature) -> None:
-    assert needs_hash(previous, UNIT)
-
-
-def test_touched_but_unchanged_file_is_recognised_by_its_hash() -> None:
-    data = b"same content"
-    before = Signature.of(UNIT, hash_bytes(data))
-    touched = dataclasses.replace(UNIT, mtime_ns=UNIT.mtime_ns + 5)
-    assert needs_hash(before, touched)
-    assert hash_bytes(data) == before.sha256
-    assert Signature.of(touched, hash_bytes(data)) != before  # the new mtime is recorded
-
-
-def test_signature_is_frozen_and_compares_by_value() -> None:
-    first = Signature.of(UNIT, "ff")
-    assert first == Signature(size=10, mtime_ns=UNIT.mtime_ns, sha256="ff")
-    assert hash(first) == hash(Signature(size=10, mtime_ns=UNIT.mtime_ns, sha256="ff"))
-    assert Signature.of(UNIT).sha256 is None
+def test_a_unit_is_an_id_and_an_opaque_version() -> None:
+    assert Unit("notes/a.md", "10:1700000000123456789", 10) == UNIT
+    assert Unit("page", '"etag-1"') != Unit("page", '"etag-2"')
+    assert Unit("page", "v").size is None  # a listing need not know sizes
     with pytest.raises(dataclasses.FrozenInstanceError):
-        first.size = 3  # type: ignore[misc]
+        UNIT.version = "other"  # type: ignore[misc]
 
 
-def test_hash_bytes_is_sha256_hex() -> None:
-    assert hash_bytes(b"abc") == hashlib.sha256(b"abc").hexdigest()
-    assert hash_bytes(b"") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-
-def test_unit_updated_at_is_mtime_in_milliseconds() -> None:
-    assert UNIT.updated_at_ms == 1_700_000_000_123
+def test_content_holds_exactly_one_of_bytes_or_turns() -> None:
+    origin = MemoryMeta()
+    UnitContent("a", "v", origin, data=b"text")
+    UnitContent("t", "v", origin, turns=(Turn(role=Role.USER, text="hi"),))
+    for kwargs in ({}, {"data": b"x", "turns": ()}):
+        with pytest.raises(ValueError, match="exactly one of data or turns"):
+            UnitContent("a", "v", origin, **kwargs)  # type: ignore[arg-type]
 
 
 def test_listing_defaults_to_empty() -> None:
-    assert Listing() == Listing(units=(), skipped=())
+    assert Listing() == Listing(units=(), skipped=(), cursor=None)
 
 
 def test_absolute_path_is_kept() -> None:
@@ -94,6 +60,7 @@ def test_local_readers_implement_the_protocols(tmp_path: Path) -> None:
     for reader in (FolderReader(tmp_path), FileReader(tmp_path / "a.md")):
         assert isinstance(reader, SourceReader)
         assert isinstance(reader, WatchableSource)
+        assert not isinstance(reader, IncrementalSource)
     assert FolderReader(tmp_path).kind == "folder"
     assert FileReader(tmp_path / "a.md").kind == "file"
 

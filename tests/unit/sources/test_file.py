@@ -22,10 +22,8 @@ def note(tmp_path: Path) -> Path:
 
 def test_one_unit_named_by_the_file(note: Path) -> None:
     st = note.stat()
-    assert FileReader(note).list_units() == Listing(
-        units=(Unit(id="notes.md", size=8, mtime_ns=st.st_mtime_ns, path=str(note)),)
-    )
-    assert FileReader(note).read("notes.md") == b"# notes\n"
+    assert FileReader(note).list_units() == Listing(units=(Unit(id="notes.md", version=f"8:{st.st_mtime_ns}", size=8),))
+    assert FileReader(note).read("notes.md").data == b"# notes\n"
     assert FileReader(note).root == note.parent  # what the id is relative to, as for a folder
 
 
@@ -86,7 +84,7 @@ def test_a_fifo_is_skipped_and_does_not_hang(tmp_path: Path) -> None:
 
 def test_a_linked_parent_folder_is_resolved(note: Path, tmp_path: Path) -> None:
     (tmp_path / "via").symlink_to(note.parent)
-    assert FileReader(tmp_path / "via" / "notes.md").read("notes.md") == b"# notes\n"
+    assert FileReader(tmp_path / "via" / "notes.md").read("notes.md").data == b"# notes\n"
 
 
 @pytest.mark.parametrize(("unit_id", "message"), [("other.md", "holds only 'notes.md'"), ("", "invalid unit id")])
@@ -114,7 +112,7 @@ def test_read_of_a_deleted_file_is_not_found(note: Path) -> None:
 
 def test_read_rechecks_the_cap(note: Path) -> None:
     reader = FileReader(note, max_file_bytes=10)
-    assert reader.read("notes.md") == b"# notes\n"
+    assert reader.read("notes.md").data == b"# notes\n"
     note.write_bytes(b"x" * 11)
     with pytest.raises(InvalidRequestError, match="11 bytes is over the 10 bytes file limit"):
         reader.read("notes.md")

@@ -28,11 +28,14 @@ def test_lists_every_regular_file_with_relative_ids_sorted(root: Path) -> None:
     assert listing.skipped == ()
 
 
-def test_unit_carries_size_mtime_and_absolute_path(root: Path) -> None:
+def test_unit_version_is_size_and_mtime(root: Path) -> None:
     path = write(root, "d/a.md", b"12345")
     (unit,) = FolderReader(root).list_units().units
     st = path.stat()
-    assert (unit.id, unit.size, unit.mtime_ns, unit.path) == ("d/a.md", 5, st.st_mtime_ns, str(path))
+    assert (unit.id, unit.version, unit.size) == ("d/a.md", f"5:{st.st_mtime_ns}", 5)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000))
+    (touched,) = FolderReader(root).list_units().units
+    assert touched.version != unit.version  # a touch is a new version; the content hash tells it is the same
 
 
 def test_listing_reads_no_file_contents(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -254,7 +257,7 @@ def test_root_given_through_a_link_is_followed(root: Path, tmp_path: Path) -> No
     (tmp_path / "alias").symlink_to(root)
     reader = FolderReader(tmp_path / "alias")
     assert ids(reader.list_units()) == ["a.md"]
-    assert reader.read("a.md") == b"hello"
+    assert reader.read("a.md").data == b"hello"
 
 
 def test_file_name_that_is_not_utf8_is_skipped(root: Path) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from engines.contract import InvalidRequestError, NotFoundError
-from sources import FolderReader
+from engines.contract import InvalidRequestError, NotFoundError, SourceKind, SourceRef
+from sources import FolderReader, SourceEntry
 from sources._local import _read_capped
 from tests.unit.sources.helpers import ids, write
 
@@ -23,7 +24,7 @@ def test_cap_is_checked_again_at_read_time(root: Path) -> None:
     with pytest.raises(InvalidRequestError, match="101 bytes is over the 100 bytes file limit"):
         reader.read("grows.txt")
     path.write_bytes(b"x" * 100)
-    assert reader.read("grows.txt") == b"x" * 100
+    assert reader.read("grows.txt").data == b"x" * 100
 
 
 def test_bounded_read_stops_one_byte_past_the_cap() -> None:
@@ -41,7 +42,7 @@ def test_bounded_read_stops_one_byte_past_the_cap() -> None:
 def test_read_returns_the_exact_bytes(root: Path) -> None:
     data = os.urandom(3 * MIB + 7)  # several read chunks
     write(root, "docs/random.md", data)
-    assert FolderReader(root).read("docs/random.md") == data
+    assert FolderReader(root).read("docs/random.md").data == data
 
 
 @pytest.mark.parametrize("unit_id", ["../outside.md", "/etc/passwd", "docs/../../outside.md", "..", "docs/.."])
@@ -153,3 +154,26 @@ def test_stat_unit_matches_the_listing(root: Path) -> None:
 def test_ignores_answers_for_files_and_folders(root: Path, unit_id: str, ignored: bool) -> None:
     write(root, ".gitignore", b"*.log\nbuild/\n")
     assert FolderReader(root).ignores(unit_id) is ignored
+
+
+def test_read_gives_the_version_read_and_the_origin_of_its_items(root: Path) -> None:
+    path = write(root, "docs/a.md", b"# A\n")
+    entry = SourceEntry(id="notes", kind="folder", label="Notes", path=str(root), namespace="team:acme")
+    reader = FolderReader(root, entry=entry)
+    content = reader.read("docs/a.md")
+    (listed,) = reader.list_units().units
+    assert (content.unit_id, content.version, content.data) == ("docs/a.md", listed.version, b"# A\n")
+    origin = content.origin
+    assert (origin.workspace, origin.folder, origin.file_path) == (str(root), str(root / "docs"), str(path))
+    assert origin.source == SourceRef(kind=SourceKind.FOLDER, id="notes")
+    assert str(origin.namespace) == "team:acme"
+    assert origin.observed_at == datetime.fromtimestamp(path.stat().st_mtime_ns / 1e9, UTC)
+
+
+def test_a_file_read_after_it_changed_reports_the_new_version(root: Path) -> None:
+    path = write(root, "a.md", b"one")
+    reader = FolderReader(root)
+    (listed,) = reader.list_units().units
+    path.write_bytes(b"three")
+    content = reader.read("a.md")
+    assert content.data == b"three" and content.version.startswith("5:") and content.version != listed.version

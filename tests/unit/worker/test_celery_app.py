@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engines.contract import ConfigError
-from worker.celery_app import celery_config, check_time_limits, create_app
-from worker.queues import ALL_QUEUES, BEAT_TASK, INGEST_TASK, SYNC_TASK, parse_queues
+from worker.cluster.app import celery_config, check_time_limits, create_app
+from worker.cluster.queues import ALL_QUEUES, BEAT_TASK, INGEST_TASK, SYNC_TASK, parse_queues
 from worker.settings import Settings
 
 

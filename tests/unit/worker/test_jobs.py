@@ -17,42 +17,55 @@ from engines.contract import (
     Item,
     ListRequest,
     MetaFilter,
+    SourceKind,
     StoreReceipt,
     UnavailableError,
 )
 from engines.reference import ReferenceEngine
 from pipeline.convert import ConvertedDocument, RawDocument, native_chain
-from sources import Listing, Skipped, Unit
-from worker.context import JobContext, PipelineSettings
-from worker.dispatch import InProcessDispatcher
-from worker.jobs import diff_units, sync_source
-from worker.model import Change, SourceEntry
-from worker.state import UnitState
-from worker.state_sqlite import SqliteStateStore
+from sources import (
+    Delta,
+    Listing,
+    ReaderOptions,
+    Skipped,
+    SourceEntry,
+    SourceKindEntry,
+    SourceReader,
+    Unit,
+    UnitContent,
+)
+from worker.embedded.dispatch import InProcessDispatcher
+from worker.jobs import JobContext, PipelineSettings, diff_delta, diff_units, sync_source
+from worker.records import Change
+from worker.state.base import UnitState
+from worker.state.sqlite import SqliteStateStore
 
 
 @dataclass
 class MemoryReader:
-    """A folder held in a dict: unit id -> (bytes, mtime_ns)."""
+    """A folder held in a dict: unit id -> (bytes, version)."""
 
     root: Path
-    files: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    kind: str = "folder"
+    files: dict[str, tuple[bytes, str]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     reads: int = 0
 
     def put(self, unit_id: str, text: str | bytes, mtime: int = 1) -> None:
-        self.files[unit_id] = (text.encode() if isinstance(text, str) else text, mtime)
+        data = text.encode() if isinstance(text, str) else text
+        self.files[unit_id] = (data, f"{len(data)}:{mtime}")
 
     def list_units(self) -> Listing:
-        units = tuple(
-            Unit(id=u, size=len(data), mtime_ns=mtime, path=f"{self.root}/{u}")
-            for u, (data, mtime) in sorted(self.files.items())
-        )
+        units = tuple(Unit(u, version, len(data)) for u, (data, version) in sorted(self.files.items()))
         return Listing(units=units, skipped=tuple(self.skipped))
 
-    def read(self, unit_id: str) -> bytes:
+    def read(self, unit_id: str) -> UnitContent:
         self.reads += 1
-        return self.files[unit_id][0]
+        data, version = self.files[unit_id]
+        origin = SourceEntry(id="src", kind="folder", label="src").origin(
+            SourceKind.FOLDER, file_path=f"{self.root}/{unit_id}", folder=str(self.root), workspace=str(self.root)
+        )
+        return UnitContent(unit_id, version, origin, data=data, name=unit_id)
 
 
 class CountingConverter:
@@ -87,11 +100,15 @@ class FaultyEngine(ReferenceEngine):
 
 
 class FixedReaders:
-    def __init__(self, reader: MemoryReader) -> None:
+    def __init__(self, reader: SourceReader) -> None:
         self.reader = reader
+        self.options = ReaderOptions()
 
-    def reader_for(self, entry: SourceEntry) -> MemoryReader:
+    def reader_for(self, entry: SourceEntry) -> SourceReader:
         return self.reader
+
+    def kind_entry(self, kind: str) -> SourceKindEntry:
+        raise AssertionError("these tests prepare every unit in place")
 
 
 @dataclass
@@ -118,25 +135,25 @@ def world(tmp_path: Path) -> Iterator[World]:
     reader, engine, converter = MemoryReader(tmp_path), FaultyEngine(), CountingConverter()
     dispatcher = InProcessDispatcher()
     settings = PipelineSettings(store_attempts=3, store_backoff_s=0.001, store_backoff_max_s=0.002)
-    ctx = JobContext(state, engine, converter, dispatcher, FixedReaders(reader), settings)  # type: ignore[arg-type]
+    ctx = JobContext(state, engine, converter, dispatcher, FixedReaders(reader), settings)
     dispatcher.bind(ctx)
     yield World(ctx, reader, engine, converter, state)
     state.close()
 
 
-def _unit(unit_id: str, size: int = 1, mtime: int = 1) -> Unit:
-    return Unit(id=unit_id, size=size, mtime_ns=mtime, path=unit_id)
+def _unit(unit_id: str, version: str = "v1") -> Unit:
+    return Unit(id=unit_id, version=version)
 
 
 def test_diff_units_finds_new_moved_unfinished_and_gone_units() -> None:
     states = {
-        "same": UnitState(1, 1, deleted=False, has_stale=False),
-        "moved": UnitState(1, 1, deleted=False, has_stale=False),
-        "stale": UnitState(1, 1, deleted=False, has_stale=True),
-        "marked": UnitState(1, 1, deleted=True, has_stale=True),
-        "gone": UnitState(1, 1, deleted=False, has_stale=False),
+        "same": UnitState("v1", deleted=False, has_stale=False),
+        "moved": UnitState("v1", deleted=False, has_stale=False),
+        "stale": UnitState("v1", deleted=False, has_stale=True),
+        "marked": UnitState("v1", deleted=True, has_stale=True),
+        "gone": UnitState("v1", deleted=False, has_stale=False),
     }
-    units = [_unit("same"), _unit("moved", mtime=2), _unit("stale"), _unit("marked"), _unit("new")]
+    units = [_unit("same"), _unit("moved", "v2"), _unit("stale"), _unit("marked"), _unit("new")]
     changes = diff_units(units, states, hints=None)
     assert [(c.unit_id, c.action) for c in changes] == [
         ("moved", "upsert"),
@@ -145,9 +162,30 @@ def test_diff_units_finds_new_moved_unfinished_and_gone_units() -> None:
         ("new", "upsert"),
         ("gone", "delete"),
     ]
+    assert changes[0].version == "v2"
     hinted = diff_units(units, states, hints={"same"})
-    # A hint narrows the size/mtime comparison only; unfinished work and new units are always done.
+    # A hint narrows the version comparison only; unfinished work and new units are always done.
     assert [c.unit_id for c in hinted] == ["stale", "marked", "new", "gone"]
+
+
+def test_diff_delta_asks_for_what_changed_and_finishes_unfinished_work_outside_it() -> None:
+    states = {
+        "kept": UnitState("v1", deleted=False, has_stale=False),
+        "edited": UnitState("v1", deleted=False, has_stale=False),
+        "same": UnitState("v1", deleted=False, has_stale=False),
+        "removed": UnitState("v1", deleted=False, has_stale=False),
+        "stale": UnitState("v1", deleted=False, has_stale=True),
+        "marked": UnitState("v1", deleted=True, has_stale=True),
+    }
+    delta = Delta(cursor="c2", units=(_unit("edited", "v2"), _unit("same"), _unit("new")), removed=("removed", "never"))
+    changes = diff_delta(delta, states)
+    assert [(c.unit_id, c.action, c.version) for c in changes] == [
+        ("edited", "upsert", "v2"),
+        ("new", "upsert", "v1"),
+        ("removed", "delete", None),
+        ("stale", "upsert", "v1"),
+        ("marked", "delete", None),
+    ]
 
 
 async def test_first_sync_then_edit_stores_new_before_forgetting_old(world: World) -> None:
@@ -174,7 +212,7 @@ async def test_a_touched_file_is_read_but_not_converted_again(world: World) -> N
     await world.sync()
     assert world.reader.reads == reads + 1
     assert world.converter.calls == calls
-    assert world.state.unit_states("src")["a.md"].mtime_ns == 99
+    assert world.state.unit_states("src")["a.md"].version == "5:99"
     assert len(await world.items()) == 1
 
 

@@ -8,14 +8,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-import worker.keys
+import worker.redis.keys
 from engines.contract import ConfigError
+from sources import SourceEntry
 from tests.fixtures.redis_servers import RedisTarget
-from worker.keys import SHAPES, Keys, KeyShape
-from worker.leases import Leases
-from worker.model import DeadLetter, ManifestEntry, SourceEntry, SyncReport
-from worker.progress_redis import RunProgress
-from worker.state_redis import RedisStateStore
+from worker.records import DeadLetter, ManifestEntry, SyncReport
+from worker.redis.keys import SHAPES, Keys, KeyShape
+from worker.redis.leases import Leases
+from worker.redis.progress import RunProgress
+from worker.state.redis import RedisStateStore
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -38,7 +39,7 @@ def write_everything(target: RedisTarget) -> RedisStateStore:
     """Use every writer once, so every key shape they make exists."""
     store = RedisStateStore(target.client, target.prefix)
     store.put_source(SourceEntry(id="s", kind="folder", label="S", path="/s"))
-    store.commit("s", {"a.md": ManifestEntry.model_validate({"signature": {"size": 1, "mtime_ns": 2}})})
+    store.commit("s", {"a.md": ManifestEntry(version="1:2")})
     store.add_dead_letter(letter("a.md"))
     store.record_sync(SyncReport(source_id="s"))
     leases = Leases(target.client, target.prefix)
@@ -66,7 +67,7 @@ def test_every_shape_is_built_under_the_prefix_and_documented() -> None:
     for key in built:
         if not key.endswith(":"):  # prefixes of shapes, not keys
             shape_of(key, "tm:test-x:")
-    doc = worker.keys.__doc__ or ""
+    doc = worker.redis.keys.__doc__ or ""
     for shape in SHAPES:
         assert f"`{shape.template.split('{')[0].rstrip(':')}" in doc, shape.template
 
@@ -77,7 +78,7 @@ def test_every_written_key_is_documented_and_expires_when_it_must(redis_target: 
     if redis_target.fresh:  # nothing else writes to a fresh fake server: every key is ours
         assert sorted(str(k, "utf-8") for k in redis_target.client.scan_iter()) == written
     shapes = {shape_of(key, redis_target.prefix).template for key in written}
-    assert shapes >= {"sources", "manifest:{source}", "sig:{source}", "dlq:units:{source}", "lease:{name}"}
+    assert shapes >= {"layout", "sources", "manifest:{source}", "units:{source}", "dlq:units:{source}", "lease:{name}"}
     for key in written:
         ttl = redis_target.client.ttl(key)
         assert (ttl > 0) if shape_of(key, redis_target.prefix).expires else (ttl == -1), (key, ttl)
@@ -89,7 +90,7 @@ def test_removing_and_purging_leaves_no_key_behind(redis_target: RedisTarget) ->
     store.remove_source("s")
     store.purge_dead_letters()
     left = {shape_of(key, redis_target.prefix).template for key in redis_target.written_keys()}
-    assert left == {"lease:{name}", "mark:{name}", "progress:{run}"}
+    assert left == {"layout", "lease:{name}", "mark:{name}", "progress:{run}"}
 
 
 def test_dead_letters_are_capped_keeping_the_newest(redis_target: RedisTarget) -> None:

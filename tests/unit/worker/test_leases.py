@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.fixtures.redis_servers import RedisTarget
-from worker.leases import Leases
+from worker.redis.leases import Leases
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_a_lapsed_lease_goes_to_the_next_owner(leases: Leases) -> None:
 
 def test_a_retried_acquire_does_not_lock_its_sender_out(leases: Leases, monkeypatch: pytest.MonkeyPatch) -> None:
     # A retry after a lost reply sends the same token again; it must find the lease its own.
-    monkeypatch.setattr("worker.leases.secrets.token_hex", lambda _: "same-token")
+    monkeypatch.setattr("worker.redis.leases.secrets.token_hex", lambda _: "same-token")
     assert leases.acquire("sync:s", 30) == "same-token"
     assert leases.acquire("sync:s", 30) == "same-token"
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from tests.fixtures.redis_servers import RedisTarget
-from worker.progress_redis import Progress, RunProgress
+from worker.redis.progress import Progress, RunProgress
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ from pydantic import SecretStr
 from redis import exceptions as rx
 
 from engines.contract import ConfigError, EngineError, UnavailableError
-from worker.leases import Leases
-from worker.progress_redis import RunProgress
-from worker.redis_client import describe, masked, redis_from_url, translated
-from worker.state_redis import RedisStateStore
+from worker.redis.client import describe, masked, redis_from_url, translated
+from worker.redis.leases import Leases
+from worker.redis.progress import RunProgress
+from worker.state.redis import RedisStateStore
 
 SECRET = "s3cret-Pa55"
 # Nothing listens on port 1; the connection is refused at once.

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from sources import SourceConfigKind, SourceEntry
 from tests.fixtures.redis_servers import open_redis
-from worker.model import DeadLetter, ManifestEntry, Signature, SourceConfigKind, SourceEntry, SyncReport
-from worker.state import StateStore, UnitState
-from worker.state_redis import RedisStateStore
-from worker.state_sqlite import SqliteStateStore
+from worker.records import DeadLetter, ManifestEntry, SyncReport
+from worker.state.base import StateStore, UnitState
+from worker.state.redis import RedisStateStore
+from worker.state.sqlite import SqliteStateStore
 
 StoreFactory = Callable[[Path], AbstractContextManager[StateStore]]
 
@@ -50,13 +51,14 @@ def entry(source_id: str = "notes", **fields: object) -> SourceEntry:
 
 
 def unit(size: int = 1, mtime: int = 2, items: list[str] | None = None, **fields: object) -> ManifestEntry:
+    """An entry whose version is a folder unit's (`size:mtime`); any opaque string would do."""
     return ManifestEntry.model_validate(
-        {
-            "signature": {"size": size, "mtime_ns": mtime, "sha256": "ab"},
-            "item_ids": ["i1"] if items is None else items,
-            **fields,
-        }
+        {"version": f"{size}:{mtime}", "sha256": "ab", "item_ids": ["i1"] if items is None else items, **fields}
     )
+
+
+def state(size: int, mtime: int, *, deleted: bool = False, has_stale: bool = False) -> UnitState:
+    return UnitState(f"{size}:{mtime}", deleted=deleted, has_stale=has_stale)
 
 
 def test_sources_round_trip_and_list_in_order(store: StateStore) -> None:
@@ -72,19 +74,19 @@ def test_sources_round_trip_and_list_in_order(store: StateStore) -> None:
 def test_manifest_commit_is_one_step_and_none_removes(store: StateStore) -> None:
     store.commit("s", {"a.md": unit(1, 10), "b.md": unit(2, 20, ["i2", "i3"], stale=["old"])})
     assert store.unit_states("s") == {
-        "a.md": UnitState(1, 10, deleted=False, has_stale=False),
-        "b.md": UnitState(2, 20, deleted=False, has_stale=True),
+        "a.md": state(1, 10, deleted=False, has_stale=False),
+        "b.md": state(2, 20, deleted=False, has_stale=True),
     }
     assert store.manifest_entries("s", ["b.md", "zzz"]) == {"b.md": unit(2, 20, ["i2", "i3"], stale=["old"])}
     store.commit("s", {"a.md": None, "b.md": unit(3, 30, ["i4"])})
-    assert store.unit_states("s") == {"b.md": UnitState(3, 30, deleted=False, has_stale=False)}
+    assert store.unit_states("s") == {"b.md": state(3, 30, deleted=False, has_stale=False)}
     assert store.unit_states("other") == {}
 
 
 def test_manifest_entries_in_large_numbers(store: StateStore) -> None:
     store.commit("s", {f"u{n}": unit(n, n) for n in range(1_200)})
     found = store.manifest_entries("s", [f"u{n}" for n in range(0, 1_200, 2)])
-    assert len(found) == 600 and found["u10"].signature == Signature(size=10, mtime_ns=10, sha256="ab")
+    assert len(found) == 600 and (found["u10"].version, found["u10"].sha256) == ("10:10", "ab")
 
 
 def test_deleted_flag_survives(store: StateStore) -> None:
@@ -158,6 +160,13 @@ def test_empty_commit_and_unknown_units_change_nothing(store: StateStore) -> Non
     assert store.manifest_entries("s", ["a", "a"]) == {}
 
 
+def test_versions_are_opaque_strings_kept_exactly(store: StateStore) -> None:
+    versions = {"etag": '"33a64df5"', "both": 'Wed, 21 Oct 2015 07:28:00 GMT|W/"x"', "sha": "a" * 40, "empty": ""}
+    store.commit("s", {u: ManifestEntry(version=v, stale=["x"] if u == "sha" else []) for u, v in versions.items()})
+    assert {u: s.version for u, s in store.unit_states("s").items()} == versions
+    assert store.unit_states("s")["sha"].has_stale and not store.unit_states("s")["etag"].has_stale
+
+
 def test_unit_ids_keep_every_character(store: StateStore) -> None:
     ids = ["dir/ü ñ.md", "a:b:c", "with space", "*?[glob]", "%_like", "日本語/メモ.txt", "trailing\\"]
     store.commit("s", {u: unit(n, n) for n, u in enumerate(ids)})
@@ -172,8 +181,8 @@ def test_large_manifest_commits_and_reads_back_exactly(store: StateStore) -> Non
     store.commit("s", entries)
     states = store.unit_states("s")
     assert len(states) == 7_400
-    assert states["notes/00014.md"] == UnitState(14, 14_000, deleted=False, has_stale=True)
-    assert states["notes/07398.md"] == UnitState(7_398, 7_398_000, deleted=False, has_stale=False)
+    assert states["notes/00014.md"] == state(14, 14_000, deleted=False, has_stale=True)
+    assert states["notes/07398.md"] == state(7_398, 7_398_000, deleted=False, has_stale=False)
     assert store.manifest_entries("s", entries) == entries
 
 
@@ -188,7 +197,7 @@ def test_concurrent_commits_are_each_all_or_nothing(store: StateStore) -> None:
 
     def read() -> None:
         while not stop.is_set():
-            sizes = {state.size for state in store.unit_states("s").values()}
+            sizes = {state.version for state in store.unit_states("s").values()}
             if len(sizes) > 1:
                 mixed.append(sizes)
 
@@ -202,8 +211,8 @@ def test_concurrent_commits_are_each_all_or_nothing(store: StateStore) -> None:
     reader.join()
     assert mixed == []
     final = store.manifest_entries("s", units)
-    (size,) = {entry.signature.size for entry in final.values()}
-    assert store.unit_states("s") == dict.fromkeys(units, UnitState(size, size, deleted=False, has_stale=False))
+    (version,) = {entry.version for entry in final.values()}
+    assert store.unit_states("s") == dict.fromkeys(units, UnitState(version, deleted=False, has_stale=False))
 
 
 def test_dead_letters_newest_first_across_sources_with_a_limit(store: StateStore) -> None:
@@ -254,7 +263,7 @@ def test_removing_a_source_spares_the_others(store: StateStore) -> None:
     store.remove_source("s")
     store.remove_source("never-there")
     assert [e.id for e in store.list_sources()] == ["t"]
-    assert store.unit_states("t") == {"a": UnitState(1, 2, deleted=False, has_stale=False)}
+    assert store.unit_states("t") == {"a": state(1, 2, deleted=False, has_stale=False)}
     assert [d.source_id for d in store.dead_letters()] == ["t"]
     assert store.last_sync("s") is None
     assert store.last_sync("t").listed == 1  # type: ignore[union-attr]

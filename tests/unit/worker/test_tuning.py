@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.embedded import EmbeddedRuntime
+from worker.embedded.runtime import EmbeddedRuntime
 from worker.settings import Settings
 from worker.tuning import COLLECT_EVERY, collect_less
 
@@ -35,7 +35,7 @@ def test_a_higher_threshold_already_set_is_kept() -> None:
 def test_a_celery_pool_process_collects_less_as_it_starts() -> None:
     from celery.signals import worker_process_init
 
-    from worker.celery_app import create_app
+    from worker.cluster.app import create_app
 
     create_app(Settings())
     gc.set_threshold(700, 10, 10)

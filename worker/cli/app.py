@@ -1,0 +1,83 @@
+"""The `tinymemory` command line: parse, build settings, call `worker.control`, a job, or start a process.
+
+Heavy modules (the engines, the pipeline) are imported inside the commands, so `--help` and a re-sync of an
+unchanged folder start quickly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from worker.cli.cluster import register_cluster_commands
+from worker.cli.common import ConfigOption, JsonOption, load_settings
+from worker.cli.memory import register_memory_commands
+from worker.cli.sources import register_source_commands
+
+DISTRIBUTION = "tinymemory-ingest"
+
+app = typer.Typer(
+    name="tinymemory",
+    help="Keep an AI agent's long-term memory in sync with the places its knowledge lives.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def main() -> None:
+    """Keep an AI agent's long-term memory in sync with the places its knowledge lives."""
+
+
+def installed_version() -> str:
+    """The installed distribution's version, or `unknown` when running from an uninstalled tree."""
+    try:
+        return package_version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@app.command()
+def version() -> None:
+    """Print the installed version."""
+    typer.echo(f"{DISTRIBUTION} {installed_version()}")
+
+
+@app.command()
+def config(config: ConfigOption = None) -> None:
+    """Print the effective settings as JSON, secrets masked."""
+    typer.echo(json.dumps(load_settings(config).printable(), indent=2))
+
+
+@app.command()
+def ingest(
+    path: Annotated[Path, typer.Argument(help="A folder or a file to ingest.")],
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Ingest a folder or file once, with progress, then print a summary."""
+    from worker.cli.ingest import run_ingest
+
+    raise typer.Exit(asyncio.run(run_ingest(load_settings(config), path, as_json)))
+
+
+@app.command()
+def up(
+    path: Annotated[Path, typer.Argument(help="A folder or a file to keep in memory.")],
+    config: ConfigOption = None,
+) -> None:
+    """Ingest PATH, then follow its changes until Ctrl-C."""
+    from worker.cli.ingest import run_up
+
+    raise typer.Exit(asyncio.run(run_up(load_settings(config), path)))
+
+
+register_memory_commands(app)
+register_source_commands(app)
+register_cluster_commands(app)

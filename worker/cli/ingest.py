@@ -1,0 +1,206 @@
+"""`tinymemory ingest` and `tinymemory up`: embedded ingestion with a live progress bar.
+
+Dead letters are shown once: the bar collects them while it runs, the summary lists them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from engines.contract import Error
+from pipeline.scrub import SanitizationReport
+from sources import RESCAN, SourceEntry, WatchableSource
+from worker import control
+from worker.embedded import EmbeddedRuntime
+from worker.jobs import Progress as JobProgress
+from worker.records import BatchReport, DeadLetter, SyncReport
+from worker.settings import Settings
+
+console = Console(stderr=True)
+
+SHOWN_LETTERS = 10
+"""Dead letters a summary lists one by one; the rest are counted, and `tinymemory dlq list` shows all."""
+
+
+class BarProgress(JobProgress):
+    """Feeds the job's progress into a rich bar: units, items, errors, rate; keeps the run's dead letters."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.task = bar.add_task("ingesting", total=None, items=0, errors=0, rate="")
+        self.items = self.errors = self.redactions = self.done = 0
+        self.letters: list[DeadLetter] = []
+        self.started = time.monotonic()
+
+    def planned(self, units: int) -> None:
+        self.bar.update(self.task, total=units)
+
+    def advanced(self, units: int = 0, items: int = 0, failed: int = 0) -> None:
+        self.items += items
+        self.errors += failed
+        self.done += units + failed
+        elapsed = time.monotonic() - self.started
+        rate = f" · {self.done / elapsed:,.0f} files/s" if elapsed > 0.5 else ""
+        self.bar.update(self.task, advance=units + failed, items=self.items, errors=self.errors, rate=rate)
+
+    def redacted(self, report: SanitizationReport) -> None:
+        total = report.blocked_secret_hits + report.text_redactions + report.key_redactions + report.pii_redactions
+        self.redactions += total
+
+    def dead_lettered(self, letter: DeadLetter) -> None:
+        self.letters.append(letter)
+
+    def taken_letters(self) -> list[DeadLetter]:
+        """The dead letters since the last call (each summary shows its own run's)."""
+        letters, self.letters = self.letters, []
+        return letters
+
+
+def _bar(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files · {task.fields[items]} items · {task.fields[errors]} errors{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet,
+        transient=False,
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What one sync did, for people and for `--json`."""
+
+    source: str
+    files_listed: int
+    files_changed: int
+    files_deleted: int
+    files_skipped: int
+    items_stored: int
+    items_replayed: int
+    items_forgotten: int
+    errors: int
+    seconds: float
+    letters: list[DeadLetter] = field(default_factory=list, compare=False)
+
+    @property
+    def files_per_second(self) -> float | None:
+        return round((self.files_changed + self.files_deleted) / self.seconds, 1) if self.seconds > 0 else None
+
+    def as_dict(self) -> dict[str, object]:
+        shown = {k: v for k, v in asdict(self).items() if k != "letters"}
+        return {**shown, "files_per_second": self.files_per_second}
+
+
+def summarise(sync: SyncReport, batches: list[BatchReport], seconds: float, letters: list[DeadLetter]) -> Summary:
+    return Summary(
+        source=sync.source_id,
+        files_listed=sync.listed,
+        files_changed=sync.upserts,
+        files_deleted=sync.deletes,
+        files_skipped=sync.skipped,
+        items_stored=sum(b.stored for b in batches),
+        items_replayed=sum(b.replayed for b in batches),
+        items_forgotten=sum(b.forgotten for b in batches),
+        errors=sum(b.failed for b in batches) + sync.skipped,
+        seconds=round(seconds, 3),
+        letters=letters,
+    )
+
+
+def _print_summary(summary: Summary, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(summary.as_dict()))
+        return
+    console.print(
+        f"[green]done[/] in {summary.seconds} s: {summary.files_listed} files listed, "
+        f"{summary.files_changed} changed, {summary.files_deleted} deleted; "
+        f"{summary.items_stored} items stored, {summary.items_replayed} unchanged, "
+        f"{summary.items_forgotten} forgotten; {summary.errors} errors"
+    )
+    for letter in summary.letters[:SHOWN_LETTERS]:
+        console.print(f"  [red]✗[/] {escape(letter.unit_id)} ({letter.stage}): {escape(letter.message)}")
+    hidden = len(summary.letters) - SHOWN_LETTERS
+    if hidden > 0 or summary.errors > len(summary.letters):
+        more = f"{hidden} more; " if hidden > 0 else ""
+        console.print(f"  {more}see them all with: tinymemory dlq list")
+
+
+async def _sync_once(runtime: EmbeddedRuntime, progress: BarProgress | None, source_id: str, as_json: bool) -> None:
+    started = time.perf_counter()
+    sync, batches = await runtime.sync(source_id)
+    letters = progress.taken_letters() if progress is not None else []
+    _print_summary(summarise(sync, batches, time.perf_counter() - started, letters), as_json)
+
+
+async def run_ingest(settings: Settings, path: Path, as_json: bool) -> int:
+    """Ingest once; the exit status is 0 even when some files failed (they are dead letters)."""
+    with _bar(quiet=as_json) as bar:
+        progress = BarProgress(bar)
+        try:
+            with EmbeddedRuntime(settings, progress) as runtime:
+                entry = control.ensure_local_source(runtime.state, path)
+                await _sync_once(runtime, progress, entry.id, as_json)
+                return 0
+        except Error as err:
+            console.print(f"[red]error:[/] {escape(err.message)}")
+            return 2
+
+
+async def run_up(settings: Settings, path: Path) -> int:
+    """Ingest, then watch PATH and sync what changes until interrupted."""
+    progress = BarProgress(_bar(quiet=True))
+    with EmbeddedRuntime(settings, progress) as runtime:
+        try:
+            entry = control.ensure_local_source(runtime.state, path)
+            await _sync_once(runtime, progress, entry.id, as_json=False)
+            return await _follow(runtime, progress, entry)
+        except Error as err:
+            console.print(f"[red]error:[/] {escape(err.message)}")
+            return 2
+
+
+async def _follow(runtime: EmbeddedRuntime, progress: BarProgress, entry: SourceEntry) -> int:
+    """Sync what the source's watcher reports until SIGINT or SIGTERM."""
+    reader = runtime.context.readers.reader_for(entry)
+    if not isinstance(reader, WatchableSource):
+        console.print(f"{entry.label} cannot be watched; run `tinymemory ingest` again to sync it")
+        return 0
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    lock = asyncio.Lock()
+
+    async def follow(hints: set[str] | None) -> None:
+        async with lock:
+            sync, batches = await runtime.sync(entry.id, hints)
+            if sync.upserts or sync.deletes:
+                _print_summary(summarise(sync, batches, 0.0, progress.taken_letters()), as_json=False)
+
+    def on_change(changed: set[str]) -> None:
+        hints = None if RESCAN in changed else changed
+        asyncio.run_coroutine_threadsafe(follow(hints), loop)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    watcher = reader.watch(on_change)
+    watcher.start()
+    console.print(f"watching {entry.label} (Ctrl-C to stop)")
+    try:
+        await stop.wait()
+    finally:
+        watcher.stop()
+        async with lock:  # let a running sync finish its batch cleanly
+            pass
+    console.print("stopped")
+    return 0

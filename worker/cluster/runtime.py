@@ -1,0 +1,147 @@
+"""The distributed runtime: a worker process's job context on Redis, and how syncs are enqueued.
+
+Each worker process (Celery prefork child) builds one `ClusterRuntime` on its first task: the
+Redis state store, the configured engine, a converter pool of its own, and a dispatcher that sends
+ingest batches to the queues. Enqueueing a sync takes a lease, so a source is never queued or run
+twice at once; a sync asked for while one is queued or running is remembered and run right after.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from engines.contract import MemoryEngine
+from pipeline.convert import ConverterPool
+from pipeline.scrub import SanitizationReport
+from sources import SourceReaders, register_kinds
+from worker.cluster.queues import BACKFILL_QUEUE, INGEST_QUEUE, INGEST_TASK, RULES, SYNC_QUEUE, SYNC_TASK
+from worker.jobs import JobContext, Progress
+from worker.records import Change, SyncOutcome
+from worker.redis.client import redis_from_url
+from worker.redis.leases import Leases
+from worker.redis.progress import RunProgress
+from worker.services import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
+from worker.settings import Settings
+from worker.state.redis import RedisStateStore
+
+if TYPE_CHECKING:
+    import redis
+    from celery import Celery
+
+
+_CONVERTERS = 1
+
+
+def sync_lease(source_id: str) -> str:
+    return f"sync:{source_id}"
+
+
+def sync_again(source_id: str) -> str:
+    return f"sync-again:{source_id}"
+
+
+class CeleryDispatcher:
+    """Sends ingest batches to `tm.ingest`, or to `tm.backfill` when they belong to a bulk sync."""
+
+    def __init__(self, app: Celery, run_id: str | None = None) -> None:
+        self.app = app
+        self.run_id = run_id
+
+    async def ingest(self, source_id: str, changes: list[Change], *, bulk: bool = False) -> None:
+        queue = BACKFILL_QUEUE if bulk else INGEST_QUEUE
+        payload = [change.model_dump(mode="json") for change in changes]
+        self.app.send_task(
+            INGEST_TASK, args=[source_id, payload, self.run_id], queue=queue, expires=RULES[queue].expires_s
+        )
+
+
+class RunProgressSink(Progress):
+    """Writes a run's progress to Redis, where `tinymemory backfill` reads it live."""
+
+    def __init__(self, progress: RunProgress, run_id: str) -> None:
+        self.progress = progress
+        self.run_id = run_id
+
+    def planned(self, units: int) -> None:
+        self.progress.plan(self.run_id, units)
+
+    def advanced(self, units: int = 0, items: int = 0, failed: int = 0) -> None:
+        self.progress.advance(self.run_id, units=units, items=items, failed=failed)
+
+    def redacted(self, report: SanitizationReport) -> None:
+        """Redactions are counted in metrics, not in the progress bar."""
+
+
+class ClusterRuntime:
+    """One worker process's connections and job context."""
+
+    def __init__(self, settings: Settings, app: Celery) -> None:
+        register_kinds(settings.source_kinds)
+        self.settings = settings
+        self.app = app
+        self.redis: redis.Redis = redis_from_url(settings.redis_url)
+        self.state = RedisStateStore(self.redis, prefix=settings.redis_prefix)
+        self.leases = Leases(self.redis, prefix=settings.redis_prefix)
+        self.progress = RunProgress(self.redis, prefix=settings.redis_prefix)
+        self.engine: MemoryEngine = open_engine(settings)
+        # One converter process per pool process: Celery's concurrency is the parallelism.
+        self.converter = ConverterPool(_CONVERTERS, convert_limits(settings))
+        self.context = JobContext(
+            state=self.state,
+            engine=self.engine,
+            converter=self.converter,
+            dispatcher=CeleryDispatcher(app),
+            readers=SourceReaders(reader_options(settings)),
+            settings=pipeline_settings(settings, _CONVERTERS, in_task=True),
+        )
+
+    def context_for(self, run_id: str | None) -> JobContext:
+        """The job context of one task: its progress goes to the run it belongs to, if any."""
+        if run_id is None:
+            return self.context
+        return dataclasses.replace(
+            self.context,
+            dispatcher=CeleryDispatcher(self.app, run_id),
+            progress=RunProgressSink(self.progress, run_id),
+        )
+
+    def close(self) -> None:
+        self.converter.close()
+        close_engine(self.engine)
+        self.redis.close()
+
+
+def enqueue_sync(
+    app: Celery,
+    leases: Leases,
+    settings: Settings,
+    source_id: str,
+    hints: list[str] | None = None,
+    run_id: str | None = None,
+) -> bool:
+    """Queue a sync of `source_id` unless one is already queued or running (then it is asked to run again
+    once done, so no change is missed). True when this call queued it."""
+    token = leases.acquire(sync_lease(source_id), settings.sync_lease_s)
+    if token is None:
+        leases.mark(sync_again(source_id), settings.sync_lease_s)
+        return False
+    app.send_task(
+        SYNC_TASK, args=[source_id, hints, token, run_id], queue=SYNC_QUEUE, expires=RULES[SYNC_QUEUE].expires_s
+    )
+    return True
+
+
+class QueuedSyncs:
+    """Asks for syncs by queueing them for the workers (a `worker.control.SyncRunner`)."""
+
+    def __init__(self, settings: Settings, app: Celery, client: redis.Redis) -> None:
+        self.settings = settings
+        self.app = app
+        self.leases = Leases(client, prefix=settings.redis_prefix)
+
+    async def request_sync(self, source_id: str, hints: Iterable[str] | None = None) -> SyncOutcome:
+        listed = None if hints is None else sorted(hints)
+        queued = enqueue_sync(self.app, self.leases, self.settings, source_id, hints=listed)
+        return SyncOutcome(source_id=source_id, status="queued" if queued else "already_queued")

@@ -1,0 +1,128 @@
+"""Celery tasks: each unpacks ids and calls one job function with the worker process's runtime.
+
+`ingest_batch` is idempotent (ids are fingerprints; units already committed are found unchanged),
+so a redelivered or retried batch replays instead of duplicating. A batch the engine keeps refusing
+as unavailable is retried with exponential backoff and jitter, then its units are dead-lettered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from engines.contract import UnavailableError
+from worker import jobs
+from worker.cluster.metrics import record_batch
+from worker.cluster.queues import BEAT_TASK, INGEST_TASK, SYNC_TASK
+from worker.cluster.runtime import ClusterRuntime, enqueue_sync, sync_again, sync_lease
+from worker.logs import job_fields
+from worker.records import Change, DeadLetter
+
+if TYPE_CHECKING:
+    from celery import Celery, Task
+
+logger = logging.getLogger(__name__)
+
+INGEST_MAX_RETRIES = 12
+_RETRY_BASE_S = 1.0
+_RETRY_CAP_S = 60.0
+
+_runtime: ClusterRuntime | None = None
+
+
+def runtime(app: Celery) -> ClusterRuntime:
+    """This worker process's runtime, built on first use (after the prefork, never in the parent)."""
+    global _runtime
+    if _runtime is None:
+        _runtime = ClusterRuntime(app.conf.tinymemory_settings, app)
+    return _runtime
+
+
+def retry_delay(retries: int) -> float:
+    """Exponential backoff with full jitter, capped: 1 s, 2 s, 4 s … up to 60 s."""
+    return random.uniform(0, min(_RETRY_CAP_S, _RETRY_BASE_S * 2**retries))
+
+
+def run_sync(app: Celery, source_id: str, hints: list[str] | None, token: str | None, run_id: str | None) -> None:
+    rt = runtime(app)
+    lease = sync_lease(source_id)
+    try:
+        with job_fields(source_id=source_id, run_id=run_id):
+            asyncio.run(jobs.sync_source(rt.context_for(run_id), source_id, hints))
+    finally:
+        if token is not None:
+            rt.leases.release(lease, token)
+        # A sync asked for while this one was queued or running: run it now, so no change is missed.
+        if rt.leases.take_mark(sync_again(source_id)):
+            enqueue_sync(app, rt.leases, rt.settings, source_id)
+
+
+def run_ingest(task: Task[Any, None], source_id: str, changes: list[dict[str, Any]], run_id: str | None) -> None:
+    rt = runtime(task.app)
+    parsed = [Change.model_validate(change) for change in changes]
+    batch_id = task.request.id
+    started = time.perf_counter()
+    try:
+        with job_fields(source_id=source_id, batch_id=batch_id, run_id=run_id):
+            report = asyncio.run(jobs.ingest_batch(rt.context_for(run_id), source_id, parsed))
+            logger.info("batch done: %s", report.model_dump_json())
+        record_batch(report, time.perf_counter() - started)
+    except UnavailableError as err:
+        if task.request.retries >= INGEST_MAX_RETRIES:
+            _dead_letter_batch(rt, source_id, parsed, err)
+            return
+        logger.warning("engine unavailable, batch %s retried: %s", batch_id, err)
+        raise task.retry(exc=err, countdown=retry_delay(task.request.retries), max_retries=INGEST_MAX_RETRIES) from err
+
+
+def _dead_letter_batch(rt: ClusterRuntime, source_id: str, changes: list[Change], err: UnavailableError) -> None:
+    committed = rt.state.manifest_entries(source_id, [c.unit_id for c in changes])
+    for change in changes:
+        if change.action == "upsert" and change.unit_id not in committed:
+            rt.state.add_dead_letter(
+                DeadLetter(
+                    source_id=source_id,
+                    unit_id=change.unit_id,
+                    stage="store",
+                    error=type(err).__name__,
+                    message=err.message,
+                )
+            )
+
+
+def run_beat_tick(app: Celery) -> int:
+    """Queue a sync of every polled source whose interval has passed; how many were queued."""
+    rt = runtime(app)
+    now = datetime.now(UTC)
+    queued = 0
+    for entry in rt.state.list_sources():
+        if not entry.enabled or entry.interval_s is None:
+            continue
+        last = rt.state.last_sync(entry.id)
+        if last is None or (now - last.finished_at).total_seconds() >= entry.interval_s:
+            queued += enqueue_sync(app, rt.leases, rt.settings, entry.id)
+    return queued
+
+
+def register(app: Celery) -> None:
+    """Register the tasks on `app` under their stable names."""
+
+    @app.task(name=SYNC_TASK, ignore_result=True, shared=False)
+    def sync_source(
+        source_id: str, hints: list[str] | None = None, token: str | None = None, run_id: str | None = None
+    ) -> None:
+        run_sync(app, source_id, hints, token, run_id)
+
+    @app.task(name=INGEST_TASK, bind=True, ignore_result=True, shared=False)
+    def ingest_batch(
+        self: Task[Any, None], source_id: str, changes: list[dict[str, Any]], run_id: str | None = None
+    ) -> None:
+        run_ingest(self, source_id, changes, run_id)
+
+    @app.task(name=BEAT_TASK, ignore_result=True, shared=False)
+    def beat_tick() -> int:
+        return run_beat_tick(app)

@@ -1,0 +1,77 @@
+"""Embedded mode: everything in one process under one data directory.
+
+SQLite state, the configured engine, a converter pool, a text pool and the in-process dispatcher; the job
+functions are the ones the Celery workers run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from types import TracebackType
+
+from engines.contract import MemoryEngine
+from pipeline.convert import ConverterPool
+from sources import SourceReaders, register_kinds
+from worker.embedded.dispatch import InProcessDispatcher
+from worker.embedded.textpool import TextPool
+from worker.jobs import JobContext, Progress, sync_source
+from worker.records import BatchReport, SyncOutcome, SyncReport
+from worker.services import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
+from worker.settings import Settings
+from worker.state.sqlite import SqliteStateStore
+from worker.tuning import collect_less
+
+
+class EmbeddedRuntime:
+    """The runtime of `tinymemory up` / `ingest`: open it, sync sources, read memory, close it."""
+
+    def __init__(self, settings: Settings, progress: Progress | None = None) -> None:
+        collect_less()
+        register_kinds(settings.source_kinds)
+        self.settings = settings
+        self.state = SqliteStateStore(settings.state_file)
+        self.engine: MemoryEngine = open_engine(settings)
+        limits = convert_limits(settings)
+        self.converter = ConverterPool(settings.convert_workers, limits)
+        # One core is left to this process, which stores what the text processes prepare.
+        self.text_pool = TextPool(min(settings.convert_workers, (os.cpu_count() or 2) - 1), limits)
+        # Two batches in flight: one is prepared by the text pool while the other is stored here.
+        self.dispatcher = InProcessDispatcher(in_flight=2)
+        self.context = JobContext(
+            state=self.state,
+            engine=self.engine,
+            converter=self.converter,
+            dispatcher=self.dispatcher,
+            readers=SourceReaders(reader_options(settings)),
+            settings=pipeline_settings(settings, settings.convert_workers, in_task=False),
+            progress=progress or Progress(),
+            text_pool=self.text_pool,
+        )
+        self.dispatcher.bind(self.context)
+
+    def __enter__(self) -> EmbeddedRuntime:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.text_pool.close()
+        self.converter.close()
+        close_engine(self.engine)
+        self.state.close()
+
+    async def sync(self, source_id: str, hints: Iterable[str] | None = None) -> tuple[SyncReport, list[BatchReport]]:
+        """Sync one source now; returns the sync and the reports of the batches it ran."""
+        self.dispatcher.reports = []
+        report = await sync_source(self.context, source_id, hints)
+        await self.dispatcher.drain()
+        return report, list(self.dispatcher.reports)
+
+    async def request_sync(self, source_id: str, hints: Iterable[str] | None = None) -> SyncOutcome:
+        """Sync one source now, here (a `worker.control.SyncRunner`)."""
+        report, batches = await self.sync(source_id, hints)
+        return SyncOutcome(source_id=source_id, status="synced", report=report, batches=batches)

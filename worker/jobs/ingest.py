@@ -1,0 +1,231 @@
+"""`ingest_batch`: bring the engine in line with one batch of a sync's changes, checkpointing as it goes.
+
+For each change, read → sniff/convert → scrub → chunk → items; store them in calls of at most 100; after
+each acknowledged call commit the units it completed, then forget their previous items. A deleted unit's
+items are forgotten.
+
+Write first, then clean up: a unit's new items are stored, then its manifest entry is committed
+naming the old ids as stale, then those are forgotten and the entry cleared. A crash at any point
+leaves either the old copy or the new one findable, never none, and a stale list the next sync
+sweeps. Ids are fingerprints, so redoing any step is a replay. One unit's failure is a dead letter;
+the rest of the batch proceeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from engines.contract import Error, ForgetTarget, ItemId, UnavailableError
+from pipeline.batch import StoredUnit, UnitItems, store_units
+from pipeline.sniff import DocumentFormat, sniff
+from sources import SourceEntry, SourceReader
+from worker.jobs.context import JobContext, WarmableConverter
+from worker.jobs.prepared import Prepared, TextJob, UnitReading, UnitStageError
+from worker.jobs.units import read_unit
+from worker.records import BatchReport, Change, DeadLetter, ManifestEntry
+
+MIN_TEXT_UNITS = 32
+"""Fewer text units than this in a batch are prepared in place: a round trip to other processes costs more."""
+_TEXT_FORMATS = frozenset(
+    {DocumentFormat.MARKDOWN, DocumentFormat.PLAIN_TEXT, DocumentFormat.CODE, DocumentFormat.UNKNOWN}
+)
+
+
+async def ingest_batch(ctx: JobContext, source_id: str, changes: Sequence[Change]) -> BatchReport:
+    """Bring the engine in line with one batch of changes and commit the manifest as it goes."""
+    entry = ctx.state.get_source(source_id)
+    if entry is None:
+        return BatchReport(source_id=source_id)
+    previous = ctx.state.manifest_entries(source_id, [c.unit_id for c in changes])
+    batch = _Batch(ctx, source_id, previous)
+    await batch.delete([c.unit_id for c in changes if c.action == "delete"])
+    upserts = [c for c in changes if c.action == "upsert"]
+    documents: list[Change] = []
+    texts: list[Change] = []
+    for change in upserts:
+        (documents if needs_converter_worker(change.unit_id) else texts).append(change)
+    if documents and isinstance(ctx.converter, WarmableConverter):
+        ctx.converter.warm()  # start converter processes while the first files are being read
+    reader = ctx.readers.reader_for(entry)
+    limit = asyncio.Semaphore(ctx.settings.convert_concurrency)
+
+    async def prepare(change: Change) -> UnitItems | None:
+        return await batch.prepare(change, read_unit(ctx, reader, change, previous.get(change.unit_id)))
+
+    async def prepare_limited(change: Change) -> UnitItems | None:
+        async with limit:
+            return await prepare(change)
+
+    # Documents go to the converter processes concurrently; text and code are only decoded, so they
+    # are done one after the other meanwhile, without a task each (which costs more than the work).
+    converting = [asyncio.ensure_future(prepare_limited(c)) for c in documents]
+    decoded = await _decode_texts(ctx, batch, entry, reader, texts, prepare)
+    prepared = [u for u in [*decoded, *await asyncio.gather(*converting)] if u is not None]
+    await batch.store(prepared)
+    return batch.report()
+
+
+def needs_converter_worker(unit_id: str) -> bool:
+    """Whether a unit's name says it is a document (PDF, Office, HTML…) rather than plain text or code."""
+    return sniff(b"", unit_id) not in _TEXT_FORMATS
+
+
+async def _decode_texts(
+    ctx: JobContext,
+    batch: _Batch,
+    entry: SourceEntry,
+    reader: SourceReader,
+    texts: list[Change],
+    prepare: Callable[[Change], Awaitable[UnitItems | None]],
+) -> list[UnitItems | None]:
+    """The text units of a batch, prepared by the text pool when there is one and enough of them."""
+    pool = ctx.text_pool
+    done = None
+    if pool is not None and len(texts) >= MIN_TEXT_UNITS:
+        pool.warm(wait=False)  # a backfill: start the processes, preparing in place until they are up
+        kind = ctx.readers.kind_entry(entry.kind)
+        job = TextJob(entry, kind, ctx.readers.options, texts, batch.previous, ctx.settings.items)
+        done = await pool.prepare(job)
+    if done is None:
+        return [await prepare(c) for c in texts]
+    decoded = []
+    for unit in done:
+        if unit.reading is None and unit.failure is None:
+            decoded.append(await prepare(unit.change))  # its bytes are a document: the converter's
+            continue
+        if unit.report is not None:
+            ctx.progress.redacted(unit.report)
+        decoded.append(await batch.prepare(unit.change, _settled(unit)))
+    return decoded
+
+
+async def _settled(unit: Prepared) -> UnitReading:
+    """A unit the text pool read (or failed to), as `batch.prepare` awaits a reading."""
+    if unit.reading is not None:
+        return unit.reading
+    raise unit.failure or RuntimeError(f"{unit.change.unit_id}: the text pool returned neither items nor a failure")
+
+
+@dataclass
+class _Tally:
+    """A batch's counts as it goes; the report is made of exactly these fields."""
+
+    units: int = 0
+    unchanged: int = 0
+    stored: int = 0
+    replayed: int = 0
+    forgotten: int = 0
+    failed: int = 0
+
+
+class _Batch:
+    """One ingest batch: the manifest entries it started from, what it committed, its tallies."""
+
+    def __init__(self, ctx: JobContext, source_id: str, previous: dict[str, ManifestEntry]) -> None:
+        self.ctx = ctx
+        self.source_id = source_id
+        self.previous = previous
+        self.pending: dict[str, ManifestEntry] = {}
+        self.committed: set[str] = set()
+        self.changes: dict[str, Change] = {}
+        self.tally = _Tally()
+
+    async def prepare(self, change: Change, reading: Awaitable[UnitReading]) -> UnitItems | None:
+        """Await one unit's reading; an unchanged unit is committed at once, a failure dead-lettered."""
+        self.changes[change.unit_id] = change
+        try:
+            outcome = await reading
+        except UnitStageError as failure:
+            self._dead(failure.unit_id, failure.stage, failure.error)
+            return None
+        unit_id, items = outcome.unit_id, outcome.items
+        if items is None:  # same content as last time (touched, renamed back, …): nothing to store
+            entry = self.previous[unit_id].model_copy(update={"version": outcome.version})
+            self.ctx.state.commit(self.source_id, {unit_id: entry})
+            self.ctx.state.clear_dead_letters(self.source_id, [unit_id])
+            self.tally.unchanged += 1
+            self.ctx.progress.advanced(units=1)
+            return None
+        self.pending[unit_id] = ManifestEntry(version=outcome.version, sha256=outcome.sha256)
+        return UnitItems(unit_id, items)
+
+    async def store(self, units: list[UnitItems]) -> None:
+        try:
+            outcome = await store_units(self.ctx.engine, units, self._committed, self.ctx.retrying_store_many())
+        except UnavailableError as err:
+            # Still unavailable after the retries: what was acknowledged is committed; the rest waits,
+            # as a dead letter (embedded) or as the task's own retry (Celery).
+            if not self.ctx.settings.dead_letter_unavailable:
+                raise
+            for unit_id in sorted({u.unit_id for u in units} - self.committed):
+                self._dead(unit_id, "store", err)
+            return
+        for unit_id, error in outcome.failed:
+            self._dead(unit_id, "store", error)
+
+    async def _committed(self, stored: list[StoredUnit]) -> None:
+        """The checkpoint after an acknowledged call: commit, forget what became stale, clear it."""
+        entries: dict[str, ManifestEntry | None] = {}
+        stale: list[ItemId] = []
+        for unit in stored:
+            before = self.previous.get(unit.unit_id)
+            old = [] if before is None else [*before.item_ids, *before.stale]
+            dropped = [i for i in dict.fromkeys(old) if i not in set(unit.item_ids)]
+            entries[unit.unit_id] = self.pending[unit.unit_id].model_copy(
+                update={"item_ids": unit.item_ids, "stale": dropped}
+            )
+            stale.extend(dropped)
+            self.tally.stored += len(unit.item_ids) - unit.replayed
+            self.tally.replayed += unit.replayed
+        self.ctx.state.commit(self.source_id, entries)
+        await self._forget(stale)
+        cleared = {u: e.model_copy(update={"stale": []}) for u, e in entries.items() if e is not None and e.stale}
+        if cleared:
+            self.ctx.state.commit(self.source_id, cleared)
+        self.ctx.state.clear_dead_letters(self.source_id, entries)
+        self.committed.update(entries)
+        self.tally.units += len(stored)
+        self.ctx.progress.advanced(units=len(stored), items=sum(len(u.item_ids) for u in stored))
+
+    async def delete(self, unit_ids: list[str]) -> None:
+        """Forget the items of units that are gone: mark, forget, then drop their entries."""
+        gone = {u: self.previous[u] for u in unit_ids if u in self.previous}
+        if gone:
+            marked = {
+                u: e.model_copy(update={"item_ids": [], "stale": [*e.item_ids, *e.stale], "deleted": True})
+                for u, e in gone.items()
+            }
+            self.ctx.state.commit(self.source_id, marked)
+            await self._forget([i for e in marked.values() for i in e.stale])
+            self.ctx.state.commit(self.source_id, dict.fromkeys(gone))
+        self.ctx.state.clear_dead_letters(self.source_id, unit_ids)
+        self.tally.units += len(unit_ids)
+        self.ctx.progress.advanced(units=len(unit_ids))
+
+    async def _forget(self, ids: list[ItemId]) -> None:
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), 1000):
+            report = await self.ctx.engine.forget(ForgetTarget.by_ids(unique[start : start + 1000]))
+            self.tally.forgotten += report.forgotten
+
+    def _dead(self, unit_id: str, stage: str, error: Error | Exception) -> None:
+        message = error.message if isinstance(error, Error) else str(error)
+        change = self.changes.get(unit_id)
+        letter = DeadLetter(
+            source_id=self.source_id,
+            unit_id=unit_id,
+            stage=stage,
+            error=type(error).__name__,
+            message=message,
+            # A transient failure is not pinned to the unit's version: any later sync may retry it.
+            version=change.version if change is not None and not isinstance(error, UnavailableError) else None,
+        )
+        self.ctx.state.add_dead_letter(letter)
+        self.ctx.progress.dead_lettered(letter)
+        self.tally.failed += 1
+        self.ctx.progress.advanced(failed=1)
+
+    def report(self) -> BatchReport:
+        return BatchReport(source_id=self.source_id, **asdict(self.tally))

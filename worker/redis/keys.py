@@ -1,0 +1,146 @@
+"""Every Redis key this project writes, defined once.
+
+All keys start with one namespace prefix: `tm:` in production, `tm:test-<uuid>:` in a test that
+must not see another's keys. Each key either expires or has a stated reason to live:
+
+| Key (after the prefix) | Type                                     | Lifetime                                   |
+| ---------------------- | ---------------------------------------- | ------------------------------------------ |
+| `layout`               | string: the state's layout version       | no TTL (8)                                 |
+| `sources`              | hash: source id → `SourceEntry` JSON     | no TTL (1)                                 |
+| `manifest:{source}`    | hash: unit → `ManifestEntry` JSON        | no TTL (2)                                 |
+| `units:{source}`       | hash: unit → `flags version`             | no TTL (2), in the manifest's MULTI        |
+| `sig:{source}`         | hash: layout 1's `units:`                | removed by the migration (8)               |
+| `runs:{source}`        | string: last `SyncReport` JSON           | no TTL (2)                                 |
+| `dlq`                  | hash: letter key → `attempts json`       | capped at `DEAD_LETTER_CAP` letters (3)    |
+| `dlq:at`               | sorted set: letter key → `at` in µs      | capped with `dlq` (3)                      |
+| `dlq:units:{source}`   | sorted set, score 0: `unit␟stage`        | capped with `dlq` (3)                      |
+| `lease:{name}`         | string: owner token                      | the lease's TTL (SET NX PX) (4)            |
+| `mark:{name}`          | string: `1`                              | the TTL its setter gives (4)               |
+| `progress:{run}`       | hash: totals and counters                | `PROGRESS_TTL_S`, refreshed on each write  |
+| `tombstone:{scope}`    | string: erasure record JSON              | no TTL (5)                                 |
+| `workers`              | sorted set: worker → deadline (epoch s)  | `WORKER_HEARTBEAT_TTL_S` after a beat (6)  |
+| `celery:…`             | Celery's broker keys                     | Celery's own (7)                           |
+
+1. The source registry: an entry leaves with `remove_source`.
+2. The checkpoint of what is stored for each unit, and the source's last run: they live as long as
+   the source and leave with `remove_source`. `units:` is the compact half a sync compares, so a
+   listing of thousands of units is diffed after one HGETALL without parsing JSON.
+3. One letter per (source, unit, stage); past the cap the oldest (by `at`) are dropped. The
+   per-source index lets an ingest batch clear its units' letters with one range read each.
+4. Ownership ends by itself when its holder dies; only the holder's token releases or extends it.
+   A mark is a note for a lease's holder ("sync again when done"), taken once, gone when it lapses.
+5. An erased source or account stays erased: queued and in-flight jobs check its tombstone. One
+   small key per erasure.
+6. Members past their deadline are dropped on each beat; the key expires when no worker beats.
+7. kombu's `global_keyprefix`, so the queues carry ours too: acked messages leave, unacked ones
+   return after `visibility_timeout`.
+8. Says how the other keys are laid out, so a store written by an older release is migrated once
+   (`worker.state.redis_layout`); it lives as long as the state it describes. Layout 1 had
+   `sig:{source}` (`size:mtime_ns:flags`) where layout 2 has `units:{source}`; the migration removes it.
+
+`␟` is the unit separator `\\x1f`; a letter key is `source␟unit␟stage` (`DeadLetter.key`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engines.contract import ConfigError
+
+DEFAULT_PREFIX = "tm:"
+# The architecture's rule: every key of this project starts with it, whatever namespace is added.
+ROOT_PREFIX = "tm:"
+DEAD_LETTER_CAP = 10_000
+PROGRESS_TTL_S = 24 * 3600
+WORKER_HEARTBEAT_TTL_S = 60
+UNIT_SEPARATOR = "\x1f"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyShape:
+    """One documented key shape: its template (after the prefix) and whether it must carry a TTL."""
+
+    template: str
+    expires: bool
+
+
+# The table above as data, so tests can check every written key against it.
+SHAPES: tuple[KeyShape, ...] = (
+    KeyShape("layout", expires=False),
+    KeyShape("sources", expires=False),
+    KeyShape("manifest:{source}", expires=False),
+    KeyShape("units:{source}", expires=False),
+    KeyShape("sig:{source}", expires=False),
+    KeyShape("runs:{source}", expires=False),
+    KeyShape("dlq", expires=False),
+    KeyShape("dlq:at", expires=False),
+    KeyShape("dlq:units:{source}", expires=False),
+    KeyShape("lease:{name}", expires=True),
+    KeyShape("mark:{name}", expires=True),
+    KeyShape("progress:{run}", expires=True),
+    KeyShape("tombstone:{scope}", expires=False),
+    KeyShape("workers", expires=True),
+    KeyShape("celery:{kombu}", expires=False),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """The key shapes under one prefix. The prefix must start with `tm:` and end with `:`."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        if not self.prefix.startswith(ROOT_PREFIX) or not self.prefix.endswith(":"):
+            raise ConfigError(f"redis key prefix {self.prefix!r} must start with 'tm:' and end with ':'")
+
+    def layout(self) -> str:
+        return f"{self.prefix}layout"
+
+    def sources(self) -> str:
+        return f"{self.prefix}sources"
+
+    def manifest(self, source_id: str) -> str:
+        return f"{self.prefix}manifest:{source_id}"
+
+    def units(self, source_id: str) -> str:
+        return f"{self.prefix}units:{source_id}"
+
+    def legacy_signatures(self, source_id: str) -> str:
+        """Layout 1's `sig:{source}`: only the migration touches it, to remove it."""
+        return f"{self.prefix}sig:{source_id}"
+
+    def last_run(self, source_id: str) -> str:
+        return f"{self.prefix}runs:{source_id}"
+
+    def dead_letters(self) -> str:
+        return f"{self.prefix}dlq"
+
+    def dead_letter_times(self) -> str:
+        return f"{self.prefix}dlq:at"
+
+    def dead_letter_units_prefix(self) -> str:
+        """What `dead_letter_units` puts before the source id (scripts build that key from it)."""
+        return f"{self.prefix}dlq:units:"
+
+    def dead_letter_units(self, source_id: str) -> str:
+        return f"{self.dead_letter_units_prefix()}{source_id}"
+
+    def lease(self, name: str) -> str:
+        return f"{self.prefix}lease:{name}"
+
+    def mark(self, name: str) -> str:
+        return f"{self.prefix}mark:{name}"
+
+    def progress(self, run_id: str) -> str:
+        return f"{self.prefix}progress:{run_id}"
+
+    def tombstone(self, scope: str) -> str:
+        return f"{self.prefix}tombstone:{scope}"
+
+    def workers(self) -> str:
+        return f"{self.prefix}workers"
+
+    def celery(self) -> str:
+        """Celery's `broker_transport_options={"global_keyprefix": ...}`, so its keys carry ours too."""
+        return f"{self.prefix}celery:"

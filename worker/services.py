@@ -1,0 +1,137 @@
+"""What the settings name, opened or built: the state store, the engine, and the pipeline's typed settings.
+
+Runtimes and commands open these here, so every process reads the same settings the same way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from engines.contract import MemoryEngine
+from pipeline.convert import ConvertLimits
+from pipeline.items import ItemRules
+from sources import ReaderOptions
+from worker.jobs import PipelineSettings
+from worker.settings import Settings
+from worker.state.base import StateStore
+
+if TYPE_CHECKING:
+    from worker.control import ClusterProbe, SyncRunner
+
+MIB = 1024 * 1024
+
+
+@runtime_checkable
+class Closeable(Protocol):
+    """Something that holds resources (a file, threads, a connection) until closed."""
+
+    def close(self) -> None: ...
+
+
+def open_state(settings: Settings) -> StateStore:
+    """The configured state store. Redis's client is imported only when Redis is chosen."""
+    if settings.state == "redis":
+        from worker.redis.client import redis_from_url
+        from worker.state.redis import RedisStateStore
+
+        return RedisStateStore(redis_from_url(settings.redis_url), prefix=settings.redis_prefix)
+    from worker.state.sqlite import SqliteStateStore
+
+    return SqliteStateStore(settings.state_file)
+
+
+def open_engine(settings: Settings) -> MemoryEngine:
+    """The configured engine, with the configured credential."""
+    return settings.memory_config().build(settings.credential())
+
+
+def close_engine(engine: MemoryEngine) -> None:
+    """Release an engine's resources when it holds any (the local engine's file and threads)."""
+    # Closing is not part of the contract: only engines that hold resources offer it.
+    if isinstance(engine, Closeable):
+        engine.close()
+
+
+def reader_options(settings: Settings) -> ReaderOptions:
+    return ReaderOptions(max_file_bytes=int(settings.max_file_mb * MIB))
+
+
+def convert_limits(settings: Settings) -> ConvertLimits:
+    return ConvertLimits(timeout_s=settings.convert_timeout_s, memory_bytes=settings.convert_memory_mb * MIB)
+
+
+def pipeline_settings(settings: Settings, converter_processes: int, *, in_task: bool) -> PipelineSettings:
+    """The jobs' settings in a process with `converter_processes` converters; `in_task` for a Celery task,
+    which leaves a still-unavailable engine to the task's own retries instead of dead-lettering."""
+    concurrency = settings.convert_concurrency or max(2, converter_processes * 2)
+    return PipelineSettings(
+        items=ItemRules(item_max_chars=settings.item_max_chars),
+        convert_concurrency=concurrency,
+        store_attempts=settings.task_store_attempts if in_task else settings.store_attempts,
+        dead_letter_unavailable=not in_task,
+    )
+
+
+class Services:
+    """What `worker.control`'s operations run against, opened from the settings on first use, closed together.
+
+    With SQLite state a sync runs here, in an embedded runtime; with Redis state it is queued for the workers
+    and the status includes their queues. Usable as a context manager.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._state: StateStore | None = None
+        self._engine: MemoryEngine | None = None
+        self._runner: SyncRunner | None = None
+        self._closing: list[Closeable] = []
+
+    def __enter__(self) -> Services:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def state(self) -> StateStore:
+        if self._state is None:
+            self._state = open_state(self.settings)
+            self._closing.append(self._state)
+        return self._state
+
+    def engine(self) -> MemoryEngine:
+        if self._engine is None:
+            self._engine = open_engine(self.settings)
+            if isinstance(self._engine, Closeable):
+                self._closing.append(self._engine)
+        return self._engine
+
+    def runner(self) -> SyncRunner:
+        if self._runner is None:
+            self._runner = self._open_runner()
+        return self._runner
+
+    def probe(self) -> ClusterProbe | None:
+        if self.settings.state != "redis":
+            return None
+        from worker.cluster.status import CeleryProbe
+
+        return CeleryProbe(self.settings)
+
+    def close(self) -> None:
+        while self._closing:
+            self._closing.pop().close()
+
+    def _open_runner(self) -> SyncRunner:
+        if self.settings.state == "redis":
+            from worker.cluster.app import create_app
+            from worker.cluster.runtime import QueuedSyncs
+            from worker.redis.client import redis_from_url
+
+            client = redis_from_url(self.settings.redis_url)
+            self._closing.append(client)
+            return QueuedSyncs(self.settings, create_app(self.settings), client)
+        from worker.embedded.runtime import EmbeddedRuntime
+
+        runtime = EmbeddedRuntime(self.settings)
+        self._closing.append(runtime)
+        return runtime
