@@ -111,6 +111,13 @@ def stat_beneath(root: str, unit_id: str, cap: int) -> os.stat_result:
     return st
 
 
+def configured_path(entry: SourceEntry) -> Path:
+    """The real path of a local source's entry; an entry without one is refused, naming the source."""
+    if not entry.path:
+        raise InvalidRequestError(f"source {entry.id}: path is required for a {entry.kind} source")
+    return Path(os.path.realpath(entry.path))
+
+
 def local_path(target: str) -> Path:
     """A path a person configured, with `~` expanded; `NotFoundError` when nothing is there."""
     path = Path(target).expanduser()

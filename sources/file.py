@@ -12,7 +12,16 @@ import stat
 from pathlib import Path
 
 from engines.contract import EngineError, InvalidRequestError, NotFoundError, SourceKind
-from sources._local import file_content, id_parts, local_path, local_version, read_beneath, refusal, stat_beneath
+from sources._local import (
+    configured_path,
+    file_content,
+    id_parts,
+    local_path,
+    local_version,
+    read_beneath,
+    refusal,
+    stat_beneath,
+)
 from sources.base import (
     FOLDER_FILE_SIZE_CAP_BYTES,
     ChangeCallback,
@@ -103,13 +112,12 @@ def _configure(request: SourceRequest) -> SourceEntry:
     path = local_path(request.target)
     if path.is_dir():
         raise InvalidRequestError(f"{request.target} is a folder; use a folder source for a folder")
-    return configured_entry(request, source_id_for(path), str(path), path=os.path.realpath(path))
+    real = os.path.realpath(path)
+    return configured_entry(request, source_id_for(path), real, path=real)
 
 
 def _build(entry: SourceEntry, options: ReaderOptions) -> FileReader:
-    if not entry.path:
-        raise InvalidRequestError(f"source {entry.id}: path is required for a file source")
-    return FileReader(Path(os.path.realpath(entry.path)), max_file_bytes=options.max_file_bytes, entry=entry)
+    return FileReader(configured_path(entry), max_file_bytes=options.max_file_bytes, entry=entry)
 
 
 SPEC = KindSpec(

@@ -15,6 +15,7 @@ from pathlib import Path
 from engines.contract import EngineError, Error, InvalidRequestError, NotFoundError, SourceKind
 from sources._local import (
     REASON_SYMLINK,
+    configured_path,
     file_content,
     id_parts,
     local_path,
@@ -316,14 +317,12 @@ def _configure(request: SourceRequest) -> SourceEntry:
     if not path.is_dir():
         raise InvalidRequestError(f"{request.target} is not a folder; use a file source for a single file")
     return configured_entry(
-        request, source_id_for(path), str(path), path=os.path.realpath(path), include=request.include
+        request, source_id_for(path), os.path.realpath(path), path=os.path.realpath(path), include=request.include
     )
 
 
 def _build(entry: SourceEntry, options: ReaderOptions) -> FolderReader:
-    if not entry.path:
-        raise InvalidRequestError(f"source {entry.id}: path is required for a folder source")
-    root = Path(os.path.realpath(entry.path))
+    root = configured_path(entry)
     return FolderReader(root, include=entry.include or None, max_file_bytes=options.max_file_bytes, entry=entry)
 
 

@@ -7,6 +7,8 @@ source id, a target its kind cannot read) is a contract error whose message says
     add_source, list_sources, get_source, show_source, remove_source, ensure_local_source
     sync_now, status
     dead_letters, replay_dead_letters, purge_dead_letters
+
+`Services` opens what they run against from the settings (the command line and the API use it).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,9 +31,14 @@ from engines.contract import (
 )
 from sources import REGISTRY, SourceEntry, SourceRegistry, SourceRequest, local_request
 from worker.records import DeadLetter, SyncOutcome, SyncReport
+from worker.services import Closeable, open_engine, open_state
+from worker.settings import Settings
 from worker.state.base import StateStore
 
+_C = TypeVar("_C", bound=Closeable)
+
 MAX_LETTERS = 100_000
+_FORGET_CHUNK = 1_000
 
 
 class SyncRunner(Protocol):
@@ -146,16 +153,28 @@ async def remove_source(
     state: StateStore, engine: MemoryEngine | None, source_id: str, *, keep_items: bool = False
 ) -> SourceRemoval:
     """Unregister a source and, unless `keep_items` (then `engine` may be None), forget every item it stored."""
-    get_source(state, source_id)
+    entry = get_source(state, source_id)
     forgotten = 0
     if not keep_items:
         if engine is None:
             raise InvalidRequestError("removing a source's items needs the engine")
-        # Every node, sandboxes included: the source's items may have been placed anywhere.
-        scope = MetaFilter(source_id=source_id, reach=Reach(at=Namespace.ROOT, inherit=False, descendants=True))
-        forgotten = (await engine.forget(ForgetTarget.by_filter(scope))).forgotten
+        forgotten = await _forget_items(state, engine, entry)
     state.remove_source(source_id)
     return SourceRemoval(source_id=source_id, forgotten=forgotten, kept_items=keep_items)
+
+
+async def _forget_items(state: StateStore, engine: MemoryEngine, entry: SourceEntry) -> int:
+    """Forget the items the manifest names (wherever they are: ids reach every node, sandboxes too), then
+    any left by the source's id below its node and below the root (a store the manifest never recorded)."""
+    entries = state.manifest_entries(entry.id, state.unit_states(entry.id))
+    ids = list(dict.fromkeys(i for e in entries.values() for i in (*e.item_ids, *e.stale)))
+    forgotten = 0
+    for start in range(0, len(ids), _FORGET_CHUNK):
+        forgotten += (await engine.forget(ForgetTarget.by_ids(ids[start : start + _FORGET_CHUNK]))).forgotten
+    for node in dict.fromkeys((entry.placed_at(), Namespace.ROOT)):
+        scope = MetaFilter(source_id=entry.id, reach=Reach.subtree(node))
+        forgotten += (await engine.forget(ForgetTarget.by_filter(scope))).forgotten
+    return forgotten
 
 
 async def sync_now(
@@ -208,5 +227,82 @@ async def replay_dead_letters(state: StateStore, runner: SyncRunner, source_id: 
 
 
 def purge_dead_letters(state: StateStore, source_id: str | None = None) -> int:
-    """Delete dead letters without retrying them; how many went."""
+    """Delete dead letters without retrying them (of one source when `source_id` is given); how many went."""
+    if source_id is not None:
+        get_source(state, source_id)
     return state.purge_dead_letters(source_id)
+
+
+class Services:
+    """What the operations run against, opened from the settings on first use and closed together.
+
+    With SQLite state a sync runs here, in an embedded runtime that shares this object's state store and
+    engine (so what it stores is what `engine()` reads); with Redis state a sync is queued for the workers
+    and a status includes their queues. Usable as a context manager; closing releases everything opened.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._state: StateStore | None = None
+        self._engine: MemoryEngine | None = None
+        self._runner: SyncRunner | None = None
+        self._opened: list[Closeable] = []
+
+    def __enter__(self) -> Services:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def state(self) -> StateStore:
+        if self._state is None:
+            self._state = self._keep(open_state(self.settings))
+        return self._state
+
+    def engine(self) -> MemoryEngine:
+        if self._engine is None:
+            self._engine = open_engine(self.settings)
+            if isinstance(self._engine, Closeable):
+                self._keep(self._engine)
+        return self._engine
+
+    def runner(self) -> SyncRunner:
+        if self._runner is None:
+            self._runner = self._open_runner()
+        return self._runner
+
+    def probe(self) -> ClusterProbe | None:
+        if self.settings.state != "redis":
+            return None
+        from worker.cluster.status import CeleryProbe
+
+        return CeleryProbe(self.settings)
+
+    def close(self) -> None:
+        """Close everything opened, newest first, even when one of them fails (the first failure is raised)."""
+        opened, self._opened = self._opened, []
+        self._state = self._engine = self._runner = None
+        failure: Exception | None = None
+        for resource in reversed(opened):
+            try:
+                resource.close()
+            except Exception as err:
+                failure = failure or err
+        if failure is not None:
+            raise failure
+
+    def _keep(self, resource: _C) -> _C:
+        self._opened.append(resource)
+        return resource
+
+    def _open_runner(self) -> SyncRunner:
+        if self.settings.state == "redis":
+            from worker.cluster.app import create_app
+            from worker.cluster.runtime import QueuedSyncs
+            from worker.redis.client import redis_from_url
+
+            client = self._keep(redis_from_url(self.settings.redis_url))
+            return QueuedSyncs(self.settings, create_app(self.settings), client)
+        from worker.embedded import EmbeddedRuntime
+
+        return self._keep(EmbeddedRuntime(self.settings, state=self.state(), engine=self.engine()))

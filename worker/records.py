@@ -98,7 +98,13 @@ class SyncReport(_Record):
 
 
 class BatchReport(_Record):
-    """What one ingest batch did: units done, items stored, replayed and forgotten, units failed."""
+    """What one ingest batch did: units done, items stored, replayed and forgotten, units failed.
+
+    The batch counts into its report as it goes, so the report is not frozen; a misspelled count is still
+    refused, on assignment as on construction.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=True)
 
     source_id: str
     units: int = 0

@@ -5,7 +5,7 @@ Runtimes and commands open these here, so every process reads the same settings 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from engines.contract import MemoryEngine
 from pipeline.convert import ConvertLimits
@@ -14,9 +14,6 @@ from sources import ReaderOptions
 from worker.jobs import PipelineSettings
 from worker.settings import Settings
 from worker.state.base import StateStore
-
-if TYPE_CHECKING:
-    from worker.control import ClusterProbe, SyncRunner
 
 MIB = 1024 * 1024
 
@@ -70,68 +67,3 @@ def pipeline_settings(settings: Settings, converter_processes: int, *, in_task: 
         store_attempts=settings.task_store_attempts if in_task else settings.store_attempts,
         dead_letter_unavailable=not in_task,
     )
-
-
-class Services:
-    """What `worker.control`'s operations run against, opened from the settings on first use, closed together.
-
-    With SQLite state a sync runs here, in an embedded runtime; with Redis state it is queued for the workers
-    and the status includes their queues. Usable as a context manager.
-    """
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._state: StateStore | None = None
-        self._engine: MemoryEngine | None = None
-        self._runner: SyncRunner | None = None
-        self._closing: list[Closeable] = []
-
-    def __enter__(self) -> Services:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    def state(self) -> StateStore:
-        if self._state is None:
-            self._state = open_state(self.settings)
-            self._closing.append(self._state)
-        return self._state
-
-    def engine(self) -> MemoryEngine:
-        if self._engine is None:
-            self._engine = open_engine(self.settings)
-            if isinstance(self._engine, Closeable):
-                self._closing.append(self._engine)
-        return self._engine
-
-    def runner(self) -> SyncRunner:
-        if self._runner is None:
-            self._runner = self._open_runner()
-        return self._runner
-
-    def probe(self) -> ClusterProbe | None:
-        if self.settings.state != "redis":
-            return None
-        from worker.cluster.status import CeleryProbe
-
-        return CeleryProbe(self.settings)
-
-    def close(self) -> None:
-        while self._closing:
-            self._closing.pop().close()
-
-    def _open_runner(self) -> SyncRunner:
-        if self.settings.state == "redis":
-            from worker.cluster.app import create_app
-            from worker.cluster.runtime import QueuedSyncs
-            from worker.redis.client import redis_from_url
-
-            client = redis_from_url(self.settings.redis_url)
-            self._closing.append(client)
-            return QueuedSyncs(self.settings, create_app(self.settings), client)
-        from worker.embedded.runtime import EmbeddedRuntime
-
-        runtime = EmbeddedRuntime(self.settings)
-        self._closing.append(runtime)
-        return runtime

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from worker.services import Services
+    from worker.control import Services
     from worker.settings import Settings
 
 ConfigOption = Annotated[
@@ -52,7 +52,7 @@ def reported() -> Iterator[None]:
 @contextmanager
 def opened_services(config: Path | None) -> Iterator[Services]:
     """The settings' `Services`, closed after the block; contract errors inside are `reported`."""
-    from worker.services import Services
+    from worker.control import Services
 
     with reported(), Services(load_settings(config)) as services:
         yield services

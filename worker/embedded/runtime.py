@@ -19,19 +19,32 @@ from worker.jobs import JobContext, Progress, sync_source
 from worker.records import BatchReport, SyncOutcome, SyncReport
 from worker.services import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
 from worker.settings import Settings
+from worker.state.base import StateStore
 from worker.state.sqlite import SqliteStateStore
 from worker.tuning import collect_less
 
 
 class EmbeddedRuntime:
-    """The runtime of `tinymemory up` / `ingest`: open it, sync sources, read memory, close it."""
+    """The runtime of `tinymemory up` / `ingest`: open it, sync sources, read memory, close it.
 
-    def __init__(self, settings: Settings, progress: Progress | None = None) -> None:
+    It opens the state store and the engine the settings name, unless it is given them (a caller that
+    already holds them, so that what it syncs is what the caller reads); it closes only what it opened.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        progress: Progress | None = None,
+        *,
+        state: StateStore | None = None,
+        engine: MemoryEngine | None = None,
+    ) -> None:
         collect_less()
         register_kinds(settings.source_kinds)
         self.settings = settings
-        self.state = SqliteStateStore(settings.state_file)
-        self.engine: MemoryEngine = open_engine(settings)
+        self._owns_state, self._owns_engine = state is None, engine is None
+        self.state: StateStore = SqliteStateStore(settings.state_file) if state is None else state
+        self.engine: MemoryEngine = open_engine(settings) if engine is None else engine
         limits = convert_limits(settings)
         self.converter = ConverterPool(settings.convert_workers, limits)
         # One core is left to this process, which stores what the text processes prepare.
@@ -61,8 +74,10 @@ class EmbeddedRuntime:
     def close(self) -> None:
         self.text_pool.close()
         self.converter.close()
-        close_engine(self.engine)
-        self.state.close()
+        if self._owns_engine:
+            close_engine(self.engine)
+        if self._owns_state:
+            self.state.close()
 
     async def sync(self, source_id: str, hints: Iterable[str] | None = None) -> tuple[SyncReport, list[BatchReport]]:
         """Sync one source now; returns the sync and the reports of the batches it ran."""

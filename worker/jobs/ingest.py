@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
 
 from engines.contract import Error, ForgetTarget, ItemId, UnavailableError
 from pipeline.batch import StoredUnit, UnitItems, store_units
@@ -108,18 +107,6 @@ async def _settled(unit: Prepared) -> UnitReading:
     raise unit.failure or RuntimeError(f"{unit.change.unit_id}: the text pool returned neither items nor a failure")
 
 
-@dataclass
-class _Tally:
-    """A batch's counts as it goes; the report is made of exactly these fields."""
-
-    units: int = 0
-    unchanged: int = 0
-    stored: int = 0
-    replayed: int = 0
-    forgotten: int = 0
-    failed: int = 0
-
-
 class _Batch:
     """One ingest batch: the manifest entries it started from, what it committed, its tallies."""
 
@@ -130,7 +117,7 @@ class _Batch:
         self.pending: dict[str, ManifestEntry] = {}
         self.committed: set[str] = set()
         self.changes: dict[str, Change] = {}
-        self.tally = _Tally()
+        self.tally = BatchReport(source_id=source_id)
 
     async def prepare(self, change: Change, reading: Awaitable[UnitReading]) -> UnitItems | None:
         """Await one unit's reading; an unchanged unit is committed at once, a failure dead-lettered."""
@@ -228,4 +215,4 @@ class _Batch:
         self.ctx.progress.advanced(failed=1)
 
     def report(self) -> BatchReport:
-        return BatchReport(source_id=self.source_id, **asdict(self.tally))
+        return self.tally.model_copy()

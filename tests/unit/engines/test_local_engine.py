@@ -403,3 +403,12 @@ async def test_planner_statistics_are_refreshed_as_the_store_grows(engine: Local
     for round_ in range(9, 11):
         await engine.store_many([d.model_copy(update={"title": str(round_)}) for d in batch])
     assert ("items", "items_folder") in analyzed()
+
+
+async def test_the_file_may_be_named_by_a_string(tmp_path: Path) -> None:
+    engine = LocalEngine(str(tmp_path / "named.sqlite3"))
+    try:
+        assert (await engine.health()).ok
+        assert engine.path == tmp_path / "named.sqlite3"
+    finally:
+        engine.close()

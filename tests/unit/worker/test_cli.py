@@ -131,3 +131,33 @@ def test_a_toml_config_file_is_read_and_environment_wins(run, tmp_path: Path, mo
     shown = json.loads(out)
     assert code == 0
     assert (shown["engine"], shown["max_file_mb"], shown["convert_timeout_s"]) == ("reference", 3.5, 7.0)
+
+
+def test_ingest_shows_each_dead_letter_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TINYMEMORY_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TINYMEMORY_CONVERT_WORKERS", "1")
+    folder = _notes(tmp_path)
+    result = CliRunner().invoke(app, ["ingest", str(folder)], catch_exceptions=False)
+    assert result.exit_code == 0
+    mentions = [line for line in result.output.splitlines() if "sub/bad.md" in line]
+    assert len(mentions) == 1, result.output  # in the summary, not also as a log line while the bar runs
+    assert "not valid UTF-8" in result.output
+
+
+def test_a_second_source_under_a_taken_id_is_refused_in_one_line(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = _notes(tmp_path)
+    assert run("sources", "add", "folder", str(folder), "--id", "notes")[0] == 0
+    assert run("sources", "add", "folder", str(folder), "--id", "notes")[0] == 0  # the same again: no change
+    result = CliRunner().invoke(app, ["sources", "add", "folder", str(folder / "sub"), "--id", "notes"])
+    assert result.exit_code == 2
+    assert "a source 'notes' exists with other settings" in result.output and "Traceback" not in result.output
+
+
+def test_status_works_embedded(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = _notes(tmp_path)
+    run("sources", "add", "folder", str(folder), "--id", "notes")
+    run("sources", "sync", "notes")
+    code, out = run("status", "--json")
+    shown = json.loads(out)
+    assert code == 0 and (shown["queues"], shown["workers"], shown["dead_letters"]) == (None, None, 1)
+    assert [(s["id"], s["units"]) for s in shown["sources"]] == [("notes", 1)]
