@@ -82,11 +82,13 @@ class Cluster:
         return RedisStateStore(self.client(), prefix=self.prefix)
 
     def start_worker(
-        self, queues: str = "tm.sync,tm.ingest,tm.backfill", concurrency: int = 1
+        self, queues: str = "tm.sync,tm.ingest,tm.backfill", concurrency: int = 1, metrics_port: int = 0
     ) -> subprocess.Popen[bytes]:
+        """Start a worker logging to `root/worker-N.log` (N counts from 0); metrics off unless a port is given."""
         log = (self.root / f"worker-{len(self.workers)}.log").open("wb")
         self.logs.append(log)
-        command = [TINYMEMORY, "worker", "--queues", queues, "--concurrency", str(concurrency), "--metrics-port", "0"]
+        command = [TINYMEMORY, "worker", "--queues", queues, "--concurrency", str(concurrency)]
+        command += ["--metrics-port", str(metrics_port)]
         process = subprocess.Popen(
             command, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )

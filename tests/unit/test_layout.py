@@ -55,9 +55,7 @@ def _from(module: str, names: list[str]) -> set[str]:
     # `from worker.cluster import tasks` imports the module worker.cluster.tasks, not what the package's
     # `__init__` holds; any other name is an attribute of `module` itself.
     folder = ROOT.joinpath(*module.split("."))
-    submodules = {
-        f"{module}.{n}" for n in names if folder.joinpath(f"{n}.py").exists() or folder.joinpath(n).is_dir()
-    }
+    submodules = {f"{module}.{n}" for n in names if folder.joinpath(f"{n}.py").exists() or folder.joinpath(n).is_dir()}
     return submodules if len(submodules) == len(names) else {module, *submodules}
 
 

@@ -26,6 +26,8 @@ from worker.cluster.queues import queue_depths
 from worker.records import BatchReport
 
 if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
     import redis
 
 logger = logging.getLogger(__name__)
@@ -79,17 +81,40 @@ class MetricsServer:
         self.prefix = prefix
         self.serving = False
         self._stopped = threading.Event()
+        # Held so that `stop` frees the port; the lock keeps a retry from binding after `stop`.
+        self._httpd: WSGIServer | None = None
+        self._lock = threading.Lock()
 
     def start(self) -> None:
-        """Serve now if the port is free; else say once who holds it and keep trying in the background."""
-        if self._bind():
+        """Serve now if the port is free; else say once who holds it and keep trying in the background.
+
+        A port this worker may not bind at all (a privileged one, say) is said once, and not tried again.
+        """
+        try:
+            bound = self._bind()
+        except OSError as err:
+            logger.warning(
+                "metrics: cannot serve on port %d (%s); give --metrics-port a port this worker may use "
+                "(0 turns metrics off)",
+                self.port,
+                err.strerror or err,
+            )
+            return
+        if bound:
             logger.info("metrics on :%d/metrics", self.port)
             return
         logger.warning("metrics: %s", self._holder())
         threading.Thread(target=self._retry, name="tm-metrics-bind", daemon=True).start()
 
     def stop(self) -> None:
-        self._stopped.set()
+        """Stop trying for the port, and stop serving if this server holds it: the port is free on return."""
+        with self._lock:
+            self._stopped.set()
+            if self._httpd is not None:
+                self._httpd.shutdown()
+                self._httpd.server_close()
+                self._httpd = None
+            self.serving = False
 
     def _bind(self) -> bool:
         from prometheus_client import multiprocess
@@ -98,7 +123,7 @@ class MetricsServer:
         multiprocess.MultiProcessCollector(registry, path=str(self.directory))  # type: ignore[no-untyped-call]
         registry.register(QueueDepthCollector(self.client, self.prefix))
         try:
-            start_http_server(self.port, registry=registry)
+            self._httpd, _ = start_http_server(self.port, registry=registry)
         except OSError as err:
             if err.errno != errno.EADDRINUSE:
                 raise
@@ -109,14 +134,17 @@ class MetricsServer:
 
     def _retry(self) -> None:
         while not self._stopped.wait(RETRY_BIND_S):
-            if self._bind():
+            with self._lock:
+                bound = not self._stopped.is_set() and self._bind()
+            if bound:
                 logger.info("metrics: port %d was freed; this worker serves the host's metrics now", self.port)
                 return
 
     def _holder(self) -> str:
         url = f"http://127.0.0.1:{self.port}/metrics"
         try:
-            ours = "tinymemory_" in httpx.get(url, timeout=_PROBE_TIMEOUT_S).text
+            # Not through a proxy from the environment: that would ask some other host, or fail.
+            ours = "tinymemory_" in httpx.get(url, timeout=_PROBE_TIMEOUT_S, trust_env=False).text
         except httpx.HTTPError:
             ours = False
         if ours:
