@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from engines.contract._wire import WireModel
+from engines.contract.enums import Facet
 from engines.contract.errors import EngineError, InvalidRequestError
-from engines.contract.facets import Facet
 from engines.contract.items import ItemId
 from engines.contract.limits import DEFAULT_SCAN_LIMIT, LISTING_PAGE, MAX_BUCKETS, MAX_GET_IDS, MAX_SCAN_LIMIT
 from engines.contract.meta import MetaFilter
