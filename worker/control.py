@@ -4,7 +4,7 @@ Plain functions over the state store and, where they need them, the engine and a
 runtime syncs here, the Celery one queues). Each returns a typed result; an ordinary mistake (an unknown
 source id, a target its kind cannot read) is a contract error whose message says what to do.
 
-    add_source, list_sources, get_source, show_source, remove_source, ensure_local_source
+    source_kinds, add_source, list_sources, get_source, show_source, remove_source, ensure_local_source
     sync_now, status
     dead_letters, replay_dead_letters, purge_dead_letters
 
@@ -29,7 +29,15 @@ from engines.contract import (
     NotFoundError,
     Reach,
 )
-from sources import REGISTRY, SourceEntry, SourceRegistry, SourceRequest, local_request
+from sources import (
+    REGISTRY,
+    SourceConfigKind,
+    SourceEntry,
+    SourceRegistry,
+    SourceRequest,
+    local_request,
+    register_kinds,
+)
 from worker.records import DeadLetter, SyncOutcome, SyncReport
 from worker.services import Closeable, open_engine, open_state
 from worker.settings import Settings
@@ -95,12 +103,40 @@ class Status(_Result):
     workers: list[str] | None = None
 
 
+class SourceKindInfo(_Result):
+    """A kind of source as a person types it, and whether this build offers it (and then what it reads)."""
+
+    name: str
+    kind: str
+    available: bool
+    target: str | None = None
+    summary: str | None = None
+
+
 class Replay(_Result):
     """Dead letters of one source cleared and its sync asked for, so their units are tried again."""
 
     source_id: str
     units: list[str] = Field(default_factory=list)
     sync: SyncOutcome
+
+
+def source_kinds(registry: SourceRegistry = REGISTRY) -> list[SourceKindInfo]:
+    """Every built-in kind (offered or not yet), then the kinds plugins registered."""
+    names = {kind.value: kind.alias for kind in SourceConfigKind}
+    offered = set(registry.kinds())
+    kinds = []
+    for kind in [*names, *(k for k in registry.kinds() if k not in names)]:
+        if kind not in offered:
+            kinds.append(SourceKindInfo(name=names[kind], kind=kind, available=False))
+            continue
+        spec = registry.spec(kind)
+        kinds.append(
+            SourceKindInfo(
+                name=names.get(kind, kind), kind=kind, available=True, target=spec.target, summary=spec.summary
+            )
+        )
+    return kinds
 
 
 def add_source(state: StateStore, request: SourceRequest, registry: SourceRegistry = REGISTRY) -> SourceEntry:
@@ -242,6 +278,7 @@ class Services:
     """
 
     def __init__(self, settings: Settings) -> None:
+        register_kinds(settings.source_kinds)
         self.settings = settings
         self._state: StateStore | None = None
         self._engine: MemoryEngine | None = None

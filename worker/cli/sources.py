@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sources import SourceConfigKind
 from worker.cli.common import ConfigOption, JsonOption, opened_services
 
 if TYPE_CHECKING:
     from worker.records import SyncOutcome
 
 SourceOption = Annotated[str | None, typer.Option("--source", help="Only this source.")]
-_KINDS = ", ".join(kind.alias for kind in SourceConfigKind)
 
 
 def describe_sync(outcome: SyncOutcome) -> str:
@@ -43,7 +41,7 @@ def register_source_commands(app: typer.Typer) -> None:
 def _add_command(group: typer.Typer) -> None:
     @group.command("add")
     def add(
-        kind: Annotated[str, typer.Argument(help=f"One of {_KINDS} (or a kind a plugin registers).")],
+        kind: Annotated[str, typer.Argument(help="The kind of source: `tinymemory sources kinds` lists them.")],
         target: Annotated[str, typer.Argument(help="A path (folder, file) or a URL (link, github, rss).")],
         source_id: Annotated[
             str | None, typer.Option("--id", help="The source's id (default: from the target).")
@@ -71,6 +69,20 @@ def _add_command(group: typer.Typer) -> None:
 
 
 def _read_commands(group: typer.Typer) -> None:
+    @group.command("kinds")
+    def kinds(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+        """The kinds of source: what each reads, and whether this build offers it."""
+        from worker import control
+
+        with opened_services(config):  # registers the kinds the settings name
+            offered = control.source_kinds()
+        if as_json:
+            typer.echo(json.dumps([kind.model_dump() for kind in offered]))
+            return
+        for kind in offered:
+            what = f"{kind.target}: {kind.summary}" if kind.available else "not available in this build yet"
+            typer.echo(f"{kind.name:<13} {what}")
+
     @group.command("list")
     def list_sources(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         """List the registered sources."""

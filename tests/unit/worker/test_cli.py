@@ -161,3 +161,14 @@ def test_status_works_embedded(run, tmp_path: Path) -> None:  # type: ignore[no-
     shown = json.loads(out)
     assert code == 0 and (shown["queues"], shown["workers"], shown["dead_letters"]) == (None, None, 1)
     assert [(s["id"], s["units"]) for s in shown["sources"]] == [("notes", 1)]
+
+
+def test_sources_kinds_lists_what_this_build_offers(run, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TINYMEMORY_SOURCE_KINDS", '{"memory_test": "tests.fixtures.memory_source"}')
+    code, out = run("sources", "kinds", "--json")
+    kinds = {kind["name"]: kind for kind in json.loads(out)}
+    assert code == 0 and (kinds["folder"]["available"], kinds["link"]["available"]) == (True, False)
+    assert kinds["link"]["kind"] == "web_page" and kinds["memory_test"]["target"] == "path"
+    from sources import REGISTRY
+
+    REGISTRY.unregister("memory_test")
