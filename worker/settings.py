@@ -67,6 +67,11 @@ class Settings(BaseSettings):
     # shared by the workers of a host so that whichever serves the port counts every one of them once.
     metrics_dir: Path | None = None
     log_json: bool = False
+    # The read API (`tinymemory serve`, and `tinymemory up`): where it listens (port 0: any free port), and the
+    # tokens file; without tokens it may listen on loopback only.
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(default=8765, ge=0, le=65535)
+    tokens_file: Path | None = None
 
     @classmethod
     def settings_customise_sources(
@@ -99,6 +104,11 @@ class Settings(BaseSettings):
     @property
     def state_file(self) -> Path:
         return self.data_dir / "state.sqlite3"
+
+    @property
+    def token_path(self) -> Path:
+        """The tokens file: the configured one, else `tokens.json` in the data directory."""
+        return self.tokens_file if self.tokens_file is not None else self.data_dir / "tokens.json"
 
     def memory_config(self) -> MemoryConfig:
         """The engine configuration, with the local engine's file under the data directory by default."""

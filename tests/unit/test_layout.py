@@ -140,7 +140,9 @@ def _ruff_order(name: str) -> tuple[int, str]:
     return group, name
 
 
-@pytest.mark.parametrize("name", ["sources", "worker.jobs", "worker.embedded", "worker.state", "worker.cli"])
+@pytest.mark.parametrize(
+    "name", ["sources", "worker.jobs", "worker.embedded", "worker.state", "worker.cli", "worker.control"]
+)
 def test_each_package_exports_a_sorted_complete_all(name: str) -> None:
     package = importlib.import_module(name)
     exported = {

@@ -1,0 +1,72 @@
+"""The operations every front end calls: the command line, the API's admin routes, the console, the erasure job.
+
+Plain functions over the state store and, where they need them, the engine and a `SyncRunner` (the embedded
+runtime syncs here, the Celery one queues). Each returns a typed result; an ordinary mistake (an unknown
+source id, a target its kind cannot read) is a contract error whose message says what to do.
+
+    sources   source_kinds, add_source, ensure_local_source, list_sources, get_source, show_source,
+              remove_source, sync_now
+    status    status
+    letters   dead_letters, replay_dead_letters, purge_dead_letters
+    tokens    add_token, list_tokens, revoke_token, authenticate
+
+`Services` (`control.services`) opens what they run against from the settings.
+"""
+
+from worker.control.letters import dead_letters, purge_dead_letters, replay_dead_letters
+from worker.control.results import (
+    ClusterProbe,
+    Replay,
+    SourceDetail,
+    SourceKindInfo,
+    SourceRemoval,
+    SourceStatus,
+    Status,
+    SyncRunner,
+)
+from worker.control.services import Services, served, share
+from worker.control.sources import (
+    add_source,
+    ensure_local_source,
+    get_source,
+    list_sources,
+    remove_source,
+    show_source,
+    source_kinds,
+    sync_now,
+)
+from worker.control.status import status
+from worker.control.tokens import Caller, NewToken, TokenInfo, add_token, authenticate, list_tokens, revoke_token
+
+__all__ = [
+    "Caller",
+    "ClusterProbe",
+    "NewToken",
+    "Replay",
+    "Services",
+    "SourceDetail",
+    "SourceKindInfo",
+    "SourceRemoval",
+    "SourceStatus",
+    "Status",
+    "SyncRunner",
+    "TokenInfo",
+    "add_source",
+    "add_token",
+    "authenticate",
+    "dead_letters",
+    "ensure_local_source",
+    "get_source",
+    "list_sources",
+    "list_tokens",
+    "purge_dead_letters",
+    "remove_source",
+    "replay_dead_letters",
+    "revoke_token",
+    "served",
+    "share",
+    "show_source",
+    "source_kinds",
+    "status",
+    "sync_now",
+]

@@ -1,0 +1,84 @@
+"""What the operations run against (`SyncRunner`, `ClusterProbe`) and the typed results they return."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sources import SourceEntry
+from worker.records import SyncOutcome, SyncReport
+
+
+class SyncRunner(Protocol):
+    """Runs or queues a sync of one source (the embedded runtime, or the Celery queues)."""
+
+    async def request_sync(self, source_id: str, hints: Sequence[str] | None = None) -> SyncOutcome: ...
+
+
+class ClusterProbe(Protocol):
+    """What a distributed pipeline adds to a status: its queues and the workers that answer."""
+
+    def queue_depths(self) -> dict[str, int]: ...
+
+    def workers(self) -> list[str]: ...
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceDetail(Result):
+    """One source: its settings, how many units its manifest holds, its last sync, its dead letters."""
+
+    source: SourceEntry
+    units: int
+    last_sync: SyncReport | None
+    dead_letters: int
+
+
+class SourceRemoval(Result):
+    """A source removed: how many of its items were forgotten (none when they were kept)."""
+
+    source_id: str
+    forgotten: int
+    kept_items: bool
+
+
+class SourceStatus(Result):
+    id: str
+    kind: str
+    label: str
+    enabled: bool
+    units: int
+    last_sync: datetime | None
+    last_changes: int | None
+
+
+class Status(Result):
+    """The sources with their units and last sync, the dead letters, and (distributed) queues and workers."""
+
+    sources: list[SourceStatus]
+    dead_letters: int
+    queues: dict[str, int] | None = None
+    workers: list[str] | None = None
+
+
+class SourceKindInfo(Result):
+    """A kind of source as a person types it, and whether this build offers it (and then what it reads)."""
+
+    name: str
+    kind: str
+    available: bool
+    target: str | None = None
+    summary: str | None = None
+
+
+class Replay(Result):
+    """Dead letters of one source cleared and its sync asked for, so their units are tried again."""
+
+    source_id: str
+    units: list[str] = Field(default_factory=list)
+    sync: SyncOutcome
