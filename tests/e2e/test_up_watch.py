@@ -42,7 +42,7 @@ def test_up_follows_changes_and_stops_on_interrupt(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "first.md").write_text("the gnuffle note\n")
     data = tmp_path / "data"
-    env = {**os.environ, "TINYMEMORY_DATA_DIR": str(data)}
+    env = {**os.environ, "TINYMEMORY_DATA_DIR": str(data), "TINYMEMORY_API_PORT": "0"}
     tinymemory = str(Path(sys.executable).parent / "tinymemory")
     child = subprocess.Popen([tinymemory, "up", str(folder)], env=env, stderr=subprocess.PIPE, text=True)
     try:
@@ -70,7 +70,7 @@ def test_ctrl_c_after_a_backfill_stops_every_process_quietly(tmp_path: Path) -> 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"# Note {n}\n\nthe quibbleton number {n}\n")
     data = tmp_path / "data"
-    env = {**os.environ, "TINYMEMORY_DATA_DIR": str(data)}
+    env = {**os.environ, "TINYMEMORY_DATA_DIR": str(data), "TINYMEMORY_API_PORT": "0"}
     tinymemory = str(Path(sys.executable).parent / "tinymemory")
     child = subprocess.Popen(
         [tinymemory, "up", str(folder)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True

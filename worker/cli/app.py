@@ -19,6 +19,7 @@ from worker.cli.cluster import register_cluster_commands
 from worker.cli.common import ConfigOption, JsonOption, load_settings
 from worker.cli.memory import register_memory_commands
 from worker.cli.sources import register_source_commands
+from worker.cli.tokens import register_token_commands
 
 DISTRIBUTION = "tinymemory-ingest"
 
@@ -71,13 +72,15 @@ def ingest(
 def up(
     path: Annotated[Path, typer.Argument(help="A folder or a file to keep in memory.")],
     config: ConfigOption = None,
+    api: Annotated[bool, typer.Option(help="Serve the read API meanwhile (on the configured host and port).")] = True,
 ) -> None:
-    """Ingest PATH, then follow its changes until Ctrl-C."""
+    """Ingest PATH, then follow its changes and serve what is stored until Ctrl-C."""
     from worker.cli.ingest import run_up
 
-    raise typer.Exit(asyncio.run(run_up(load_settings(config), path)))
+    raise typer.Exit(asyncio.run(run_up(load_settings(config), path, serve_api=api)))
 
 
 register_memory_commands(app)
 register_source_commands(app)
 register_cluster_commands(app)
+register_token_commands(app)

@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -20,9 +22,10 @@ from engines.contract import Error
 from pipeline.scrub import SanitizationReport
 from sources import RESCAN, SourceEntry, WatchableSource
 from worker import control
+from worker.cli.serving import EmbeddedServer, bind
 from worker.embedded import EmbeddedRuntime
 from worker.jobs import Progress as JobProgress
-from worker.records import BatchReport, DeadLetter, SyncReport
+from worker.records import BatchReport, DeadLetter, SyncOutcome, SyncReport
 from worker.settings import Settings
 
 console = Console(stderr=True)
@@ -158,34 +161,46 @@ async def run_ingest(settings: Settings, path: Path, as_json: bool) -> int:
             return 2
 
 
-async def run_up(settings: Settings, path: Path) -> int:
-    """Ingest, then watch PATH and sync what changes until interrupted."""
+async def run_up(settings: Settings, path: Path, *, serve_api: bool = True) -> int:
+    """Ingest, then watch PATH, sync what changes and serve the API until interrupted."""
     progress = BarProgress(_bar(quiet=True))
     with EmbeddedRuntime(settings, progress) as runtime:
         try:
             entry = control.ensure_local_source(runtime.state, path)
             await _sync_once(runtime, progress, entry.id, as_json=False)
-            return await _follow(runtime, progress, entry)
+            return await _follow(runtime, progress, entry, serve_api=serve_api)
         except Error as err:
             console.print(f"[red]error:[/] {escape(err.message)}")
             return 2
 
 
-async def _follow(runtime: EmbeddedRuntime, progress: BarProgress, entry: SourceEntry) -> int:
-    """Sync what the source's watcher reports until SIGINT or SIGTERM."""
+class _OneAtATime:
+    """The runtime's syncs, one at a time: the watcher's and the API's take turns (a `SyncRunner`)."""
+
+    def __init__(self, runtime: EmbeddedRuntime) -> None:
+        self.runtime = runtime
+        self.lock = asyncio.Lock()
+
+    async def request_sync(self, source_id: str, hints: Iterable[str] | None = None) -> SyncOutcome:
+        async with self.lock:
+            return await self.runtime.request_sync(source_id, hints)
+
+
+async def _follow(runtime: EmbeddedRuntime, progress: BarProgress, entry: SourceEntry, *, serve_api: bool) -> int:
+    """Sync what the source's watcher reports, and serve the API, until SIGINT or SIGTERM."""
     reader = runtime.context.readers.reader_for(entry)
     if not isinstance(reader, WatchableSource):
         console.print(f"{entry.label} cannot be watched; run `tinymemory ingest` again to sync it")
         return 0
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    lock = asyncio.Lock()
+    syncs = _OneAtATime(runtime)
 
     async def follow(hints: set[str] | None) -> None:
-        async with lock:
-            sync, batches = await runtime.sync(entry.id, hints)
-            if sync.upserts or sync.deletes:
-                _print_summary(summarise(sync, batches, 0.0, progress.taken_letters()), as_json=False)
+        outcome = await syncs.request_sync(entry.id, hints)
+        sync = outcome.report
+        if sync is not None and (sync.upserts or sync.deletes):
+            _print_summary(summarise(sync, outcome.batches, 0.0, progress.taken_letters()), as_json=False)
 
     def on_change(changed: set[str]) -> None:
         hints = None if RESCAN in changed else changed
@@ -193,6 +208,7 @@ async def _follow(runtime: EmbeddedRuntime, progress: BarProgress, entry: Source
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    server = _start_api(runtime, syncs) if serve_api else None
     watcher = reader.watch(on_change)
     watcher.start()
     console.print(f"watching {entry.label} (Ctrl-C to stop)")
@@ -200,7 +216,25 @@ async def _follow(runtime: EmbeddedRuntime, progress: BarProgress, entry: Source
         await stop.wait()
     finally:
         watcher.stop()
-        async with lock:  # let a running sync finish its batch cleanly
+        if server is not None:
+            await server.stop()
+        async with syncs.lock:  # let a running sync finish its batch cleanly
             pass
     console.print("stopped")
     return 0
+
+
+def _start_api(runtime: EmbeddedRuntime, syncs: _OneAtATime) -> EmbeddedServer | None:
+    """The API over the runtime's own engine and state, or None (said in one line) when it cannot listen."""
+    try:
+        sock = bind(runtime.settings)
+    except Error as err:
+        console.print(f"[yellow]not serving the API:[/] {escape(err.message)}")
+        return None
+    control.share(control.Services(runtime.settings, state=runtime.state, engine=runtime.engine, runner=syncs))
+    server = EmbeddedServer(sock)
+    server.start()
+    loopback = "" if control.list_tokens(runtime.settings.token_path) else " (no tokens: loopback only)"
+    # Printed plainly: a newcomer copies the URL, and scripts (and the tests) read it.
+    print(f"serving the API on {server.url}{loopback}; docs at {server.url}/docs", file=sys.stderr, flush=True)
+    return server

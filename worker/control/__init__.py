@@ -7,13 +7,14 @@ source id, a target its kind cannot read) is a contract error whose message says
     sources   source_kinds, add_source, ensure_local_source, list_sources, get_source, show_source,
               remove_source, sync_now
     status    status
-    letters   dead_letters, replay_dead_letters, purge_dead_letters
-    tokens    add_token, list_tokens, revoke_token, authenticate
+    letters   dead_letters, letter_id, replay_dead_letter, replay_dead_letters, purge_dead_letters
+    tokens    add_token, list_tokens, revoke_token, authenticate, check_listen
 
 `Services` (`control.services`) opens what they run against from the settings.
 """
 
-from worker.control.letters import dead_letters, purge_dead_letters, replay_dead_letters
+from sources import SourceEntry, SourceRequest
+from worker.control.letters import dead_letters, letter_id, purge_dead_letters, replay_dead_letter, replay_dead_letters
 from worker.control.results import (
     ClusterProbe,
     Replay,
@@ -36,31 +37,50 @@ from worker.control.sources import (
     sync_now,
 )
 from worker.control.status import status
-from worker.control.tokens import Caller, NewToken, TokenInfo, add_token, authenticate, list_tokens, revoke_token
+from worker.control.tokens import (
+    Caller,
+    NewToken,
+    TokenInfo,
+    add_token,
+    authenticate,
+    check_listen,
+    list_tokens,
+    revoke_token,
+)
+from worker.records import DeadLetter, SyncOutcome
+from worker.tokens import TokenStore
 
 __all__ = [
     "Caller",
     "ClusterProbe",
+    "DeadLetter",
     "NewToken",
     "Replay",
     "Services",
     "SourceDetail",
+    "SourceEntry",
     "SourceKindInfo",
     "SourceRemoval",
+    "SourceRequest",
     "SourceStatus",
     "Status",
+    "SyncOutcome",
     "SyncRunner",
     "TokenInfo",
+    "TokenStore",
     "add_source",
     "add_token",
     "authenticate",
+    "check_listen",
     "dead_letters",
     "ensure_local_source",
     "get_source",
+    "letter_id",
     "list_sources",
     "list_tokens",
     "purge_dead_letters",
     "remove_source",
+    "replay_dead_letter",
     "replay_dead_letters",
     "revoke_token",
     "served",

@@ -6,11 +6,12 @@ loopback only (`api.app`); once one token exists, every request needs a valid on
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 from pydantic import Field
 
-from engines.contract import Namespace, Reach, UnauthorizedError
+from engines.contract import ConfigError, Namespace, Reach, UnauthorizedError
 from worker.control.results import Result
 from worker.tokens import ReachShape, TokenRecord, TokenStore
 
@@ -104,3 +105,22 @@ def _info(record: TokenRecord) -> TokenInfo:
         admin=record.admin,
         created_at=record.created_at.isoformat(),
     )
+
+
+def check_listen(host: str, store: TokenStore) -> None:
+    """Refuse to serve beyond loopback while no token exists: anyone reaching the port would own the memory."""
+    if _loopback(host) or store.records():
+        return
+    raise ConfigError(
+        f"the API would listen on {host} with no tokens, so anyone who reaches it could read and change memory; "
+        "add a token (`tinymemory tokens add NAME --admin`) or set TINYMEMORY_API_HOST=127.0.0.1"
+    )
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -172,3 +172,35 @@ def test_sources_kinds_lists_what_this_build_offers(run, monkeypatch: pytest.Mon
     from sources import REGISTRY
 
     REGISTRY.unregister("memory_test")
+
+
+def test_tokens_are_shown_once_listed_without_secrets_and_revoked(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    code, out = run("tokens", "add", "alice", "--place", "user:alice", "--read-only")
+    token = out.strip()
+    assert code == 0 and token.startswith("tm_") and len(token) > 30
+    stored = (tmp_path / "data" / "tokens.json").read_text()
+    assert token not in stored and "alice" in stored
+    code, out = run("tokens", "list", "--json")
+    (listed,) = json.loads(out)
+    assert (listed["name"], listed["place"], listed["read_only"], listed["admin"]) == (
+        "alice",
+        "user:alice",
+        True,
+        False,
+    )
+    assert token not in out
+    again = CliRunner().invoke(app, ["tokens", "add", "alice"])
+    assert again.exit_code == 2 and "a token named 'alice' exists" in again.output
+    bad = CliRunner().invoke(app, ["tokens", "add", "bob", "--place", "robot:x"])
+    assert bad.exit_code == 2 and "is not a namespace segment kind" in bad.output
+    code, out = run("tokens", "revoke", "alice")
+    assert code == 0 and json.loads(run("tokens", "list", "--json")[1]) == []
+    missing = CliRunner().invoke(app, ["tokens", "revoke", "alice"])
+    assert missing.exit_code == 2 and "no token named 'alice'" in missing.output
+
+
+def test_serve_refuses_to_listen_beyond_loopback_without_tokens(run) -> None:  # type: ignore[no-untyped-def]
+    result = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", "0"])
+    assert result.exit_code == 2
+    assert "with no tokens" in result.output and "TINYMEMORY_API_HOST" in result.output
+    assert "Traceback" not in result.output

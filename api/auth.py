@@ -1,0 +1,78 @@
+"""Who a request speaks for, and how far it may read: the bearer token's scope applied to every request.
+
+Every read is confined to the token's reach: a request that names no reach gets the token's, one that names
+a reach must name one within it (`Reach.within`), else 403 saying why. Writes need a token that is not
+read-only, and the admin routes an admin token. With no tokens at all every request is the root's, with every
+right (the app then listens on loopback only).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from api.errors import ForbiddenError
+from engines.contract import MetaFilter, Reach
+from worker.control import Caller, Services, TokenStore, authenticate
+
+_BEARER = "bearer "
+
+
+def services_of(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def tokens_of(request: Request) -> TokenStore:
+    tokens: TokenStore = request.app.state.tokens
+    return tokens
+
+
+def caller_of(request: Request) -> Caller:
+    """The caller the request's `Authorization: Bearer` token speaks for (401 when it is missing or wrong)."""
+    header = request.headers.get("authorization", "")
+    token = header[len(_BEARER) :].strip() if header.lower().startswith(_BEARER) else None
+    return authenticate(tokens_of(request), token)
+
+
+def admin_of(request: Request) -> Caller:
+    caller = caller_of(request)
+    if not caller.admin:
+        raise ForbiddenError(f"this route needs an admin token, and token {caller.name!r} is not one")
+    return caller
+
+
+def writer_of(request: Request) -> Caller:
+    caller = caller_of(request)
+    if not caller.writes:
+        raise ForbiddenError(f"token {caller.name!r} is read-only: it cannot store or forget")
+    return caller
+
+
+CallerDep = Annotated[Caller, Depends(caller_of)]
+AdminDep = Annotated[Caller, Depends(admin_of)]
+ServicesDep = Annotated[Services, Depends(services_of)]
+
+
+def confined(caller: Caller, reach: Reach | None) -> Reach | None:
+    """The reach a request may read with: its own when within the caller's, the caller's when it names none."""
+    if caller.reach is None:
+        return reach
+    if reach is None:
+        return caller.reach
+    if not reach.within(caller.reach):
+        raise ForbiddenError(
+            f"the reach {_shown(reach)} is not within token {caller.name!r}'s reach {_shown(caller.reach)}; "
+            "ask for a reach inside it, or name none to read all it allows"
+        )
+    return reach
+
+
+def confined_filter(caller: Caller, filter: MetaFilter) -> MetaFilter:
+    reach = confined(caller, filter.reach)
+    return filter if reach is filter.reach else filter.model_copy(update={"reach": reach})
+
+
+def _shown(reach: Reach) -> str:
+    return reach.model_dump_json()

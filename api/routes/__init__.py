@@ -1,0 +1,1 @@
+"""The API's routers, one per surface: memory (the contract's reads), operations, admin, tools and context."""
