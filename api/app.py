@@ -16,7 +16,7 @@ from fastapi import FastAPI
 
 from api import errors
 from api.metrics import count_requests
-from api.routes import admin, memory, ops
+from api.routes import admin, agents, memory, ops
 from worker.control import Services, TokenStore, served
 from worker.settings import Settings
 
@@ -55,6 +55,6 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.state.tokens = TokenStore(settings.token_path)
     errors.install(app)
     count_requests(app)
-    for router in (memory.router, ops.router, admin.router):
+    for router in (memory.router, agents.router, ops.router, admin.router):
         app.include_router(router)
     return app
