@@ -13,8 +13,10 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from api import errors
+from api.mcp import McpEndpoint
 from api.metrics import count_requests
 from api.routes import admin, agents, memory, ops
 from worker.control import Services, TokenStore, served
@@ -37,10 +39,13 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     if settings is None:
         settings = given.settings if given is not None else Settings.load()
     used = given or Services(settings)
+    tokens = TokenStore(settings.token_path)
+    mcp = McpEndpoint(used, tokens, _version())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with mcp.lifespan():
+            yield
         if given is None:
             used.close()
 
@@ -52,9 +57,11 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     )
     app.state.settings = settings
     app.state.services = used
-    app.state.tokens = TokenStore(settings.token_path)
+    app.state.tokens = tokens
     errors.install(app)
     count_requests(app)
     for router in (memory.router, agents.router, ops.router, admin.router):
         app.include_router(router)
+    # An ASGI endpoint of its own (the MCP transport), not an OpenAPI operation.
+    app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     return app

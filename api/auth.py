@@ -17,6 +17,7 @@ from engines.contract import MetaFilter, Reach
 from worker.control import Caller, Services, TokenStore, authenticate
 
 _BEARER = "bearer "
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def services_of(request: Request) -> Services:
@@ -30,10 +31,21 @@ def tokens_of(request: Request) -> TokenStore:
 
 
 def caller_of(request: Request) -> Caller:
-    """The caller the request's `Authorization: Bearer` token speaks for (401 when it is missing or wrong)."""
+    """The caller the request's `Authorization: Bearer` token speaks for (401 when it is missing or wrong).
+
+    Without tokens, only requests addressed to loopback are answered: a web page that rebinds its own name to
+    127.0.0.1 sends its own name as the Host, and must not reach a memory nobody guards.
+    """
     header = request.headers.get("authorization", "")
     token = header[len(_BEARER) :].strip() if header.lower().startswith(_BEARER) else None
-    return authenticate(tokens_of(request), token)
+    caller = authenticate(tokens_of(request), token)
+    host = (request.url.hostname or "").strip("[]")
+    if caller.name is None and host not in _LOOPBACK_NAMES:
+        raise ForbiddenError(
+            f"without tokens this API answers only requests addressed to loopback, not to {host!r}; "
+            "add a token (`tinymemory tokens add NAME`) to serve others"
+        )
+    return caller
 
 
 def admin_of(request: Request) -> Caller:

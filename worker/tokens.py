@@ -63,14 +63,18 @@ class TokenRecord(BaseModel):
 
     def reach_of(self) -> Reach:
         """The reach every read through this token is confined to."""
-        place = self.namespace()
-        return {"inherit": Reach.of, "exact": Reach.exact, "subtree": Reach.subtree}[self.reach](place)
+        return reach_for(self.namespace(), self.reach)
 
 
 class _TokensFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tokens: list[TokenRecord] = Field(default_factory=list)
+
+
+def reach_for(place: Namespace, shape: ReachShape) -> Reach:
+    """The reach of a scope at `place`: it and its ancestors (inherit), it alone (exact), it and below (subtree)."""
+    return {"inherit": Reach.of, "exact": Reach.exact, "subtree": Reach.subtree}[shape](place)
 
 
 def digest_of(token: str) -> str:

@@ -60,7 +60,7 @@ async def open_api(tmp_path: Path, engine: MemoryEngine | None = None) -> AsyncI
     services = Services(settings, state=state, engine=used)
     app = create_app(settings, services)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://api.test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         yield Api(client, used, settings, TokenStore(settings.token_path))
     services.close()
     state.close()

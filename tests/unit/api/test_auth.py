@@ -99,3 +99,13 @@ async def test_a_revoked_token_is_refused_at_once(api: Api) -> None:
     assert (await api.post("/v1/list", {"limit": 1}, alice)).status_code == 200
     api.tokens.revoke("alice")
     assert (await api.post("/v1/list", {"limit": 1}, alice)).status_code == 401
+
+
+async def test_without_tokens_only_requests_addressed_to_loopback_are_answered(api: Api) -> None:
+    # A page that rebinds its own name to 127.0.0.1 sends that name as the Host.
+    rebound = await api.post("/v1/list", {"limit": 1}, {"Host": "evil.example"})
+    assert rebound.status_code == 403 and "addressed to loopback" in rebound.json()["error"]["message"]
+    for host in ("localhost:8765", "127.0.0.1", "[::1]:8765"):
+        assert (await api.post("/v1/list", {"limit": 1}, {"Host": host})).status_code == 200
+    token = api.token("remote")
+    assert (await api.post("/v1/list", {"limit": 1}, {"Host": "memory.example", **token})).status_code == 200
