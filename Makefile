@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The main job on the embedded default: ingest the sample notes, then follow changes until Ctrl-C.
+# The main job on the embedded default: ingest the sample notes, serve them (the URL is printed), follow changes until Ctrl-C.
 run: $(STAMP)
 	TINYMEMORY_DATA_DIR=$${TINYMEMORY_DATA_DIR:-.tinymemory} $(BIN)/tinymemory up examples/notes
 
