@@ -119,9 +119,17 @@ def configured_path(entry: SourceEntry) -> Path:
 
 
 def local_path(target: str) -> Path:
-    """A path a person configured, with `~` expanded; `NotFoundError` when nothing is there."""
-    path = Path(target).expanduser()
-    if not path.exists():
+    """A path a person configured, with `~` expanded; `NotFoundError` when nothing is there, and
+    `InvalidRequestError` when it cannot be looked at (a `~user` with no home, a name too long, no permission)."""
+    try:
+        path = Path(target).expanduser()
+        exists = path.exists()
+    except RuntimeError as exc:
+        raise InvalidRequestError(f"{target}: no home directory to expand `~` to; give the full path") from exc
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise InvalidRequestError(f"{target} cannot be examined ({reason}); give a path this process reads") from exc
+    if not exists:
         raise NotFoundError(f"{target} does not exist")
     return path
 

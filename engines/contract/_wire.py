@@ -74,10 +74,14 @@ def format_instant(moment: datetime) -> str:
 
 
 def as_utc(moment: datetime) -> datetime:
-    """The same instant in UTC; a naive value is taken to be UTC already."""
+    """The same instant in UTC; a naive value is taken to be UTC already. One that falls outside the years
+    1 to 9999 in UTC (`0001-01-01T00:00:00+01:00`) is a `ValueError`, so validating it fails as a value."""
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{moment.isoformat()} is outside the years 1 to 9999 in UTC") from None
 
 
 Instant = Annotated[

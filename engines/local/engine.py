@@ -70,6 +70,10 @@ DEFAULT_MIN_SIMILARITY = 0.15
 
 RANKING_BLOCK = 100
 
+# SQLite binds 64-bit integers only. No store holds this many rows, so a larger limit, cursor or offset
+# answers the same once bounded to it, and the ranking windows computed from it stay within range.
+MAX_ROWS = 2**40
+
 
 def ranking_window(want: int) -> int:
     """How deep each ranking is read for `want` hits: whole blocks of 100.
@@ -79,6 +83,10 @@ def ranking_window(want: int) -> int:
     never shows an item twice there. (A time hint reads four times deeper, as it reorders.)
     """
     return -(-want // RANKING_BLOCK) * RANKING_BLOCK
+
+
+def _bounded(rows: int) -> int:
+    return min(rows, MAX_ROWS)
 
 
 class LocalEngine(MemoryEngine):
@@ -183,16 +191,16 @@ class LocalEngine(MemoryEngine):
 
     async def list(self, req: ListRequest) -> ListPage:
         req.check()
-        after = reads.list_after(req.cursor)
+        after, limit = _bounded(reads.list_after(req.cursor)), _bounded(req.limit)
         where = filter_where(self._tenant, req.filter)
-        hits, cursor = await self._db.read(lambda conn: reads.list_page(conn, where, after, req.limit))
+        hits, cursor = await self._db.read(lambda conn: reads.list_page(conn, where, after, limit))
         return ListPage(items=hits, next_cursor=cursor)
 
     async def export(self, req: ListRequest) -> ExportPage:
         req.check()
-        after = reads.list_after(req.cursor)
+        after, limit = _bounded(reads.list_after(req.cursor)), _bounded(req.limit)
         where = filter_where(self._tenant, req.filter)
-        items, cursor = await self._db.read(lambda conn: reads.export_page(conn, where, after, req.limit))
+        items, cursor = await self._db.read(lambda conn: reads.export_page(conn, where, after, limit))
         return ExportPage(items=items, next_cursor=cursor)
 
     async def get(self, req: GetRequest) -> _Hits:
@@ -213,14 +221,14 @@ class LocalEngine(MemoryEngine):
     async def fetch(self, req: FetchRequest) -> FetchPage:
         req.check()
         DESCRIPTOR.ensure_mode(req.mode)
-        offset = reads.fetch_offset(req.cursor)
-        hits = await self._ranked(req.query, req.mode, req.filter, offset + req.limit + 1, req.refers_to, offset)
-        more = len(hits) > req.limit
-        return FetchPage(hits=hits[: req.limit], next_cursor=reads.fetch_cursor(offset + req.limit) if more else None)
+        offset, limit = _bounded(reads.fetch_offset(req.cursor)), _bounded(req.limit)
+        hits = await self._ranked(req.query, req.mode, req.filter, offset + limit + 1, req.refers_to, offset)
+        more = len(hits) > limit
+        return FetchPage(hits=hits[:limit], next_cursor=reads.fetch_cursor(offset + limit) if more else None)
 
     async def recall(self, req: RecallRequest) -> RecallAnswer:
         req.check()
-        hits = await self._ranked(req.question, FetchMode.HYBRID, req.filter, req.limit, req.refers_to)
+        hits = await self._ranked(req.question, FetchMode.HYBRID, req.filter, _bounded(req.limit), req.refers_to)
         answer = extractive_answer(req.question, hits)
         if self._chat is None or not hits:
             return answer
