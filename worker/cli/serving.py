@@ -28,8 +28,12 @@ def bind(settings: Settings) -> socket.socket:
     check_listen(settings.api_host, TokenStore(settings.token_path))
     host = settings.api_host.strip("[]")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets, and without it a kept-alive request
+    # waits ~40 ms for the client's delayed ACK (uvicorn writes a response's head and body apart). Set on the
+    # listener too, which accepted connections inherit.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, settings.api_port))
     except OSError as err:
