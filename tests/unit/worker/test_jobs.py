@@ -17,8 +17,10 @@ from engines.contract import (
     Item,
     ListRequest,
     MetaFilter,
+    Role,
     SourceKind,
     StoreReceipt,
+    Turn,
     UnavailableError,
 )
 from engines.reference import ReferenceEngine
@@ -343,3 +345,35 @@ async def test_letters_follow_the_folder_gone_files_lose_theirs_skips_are_not_re
     world.reader.skipped.clear()
     await world.sync()
     assert world.state.dead_letters("src") == []
+
+
+@dataclass
+class ThreadReader:
+    """A source whose units are conversation threads, read as turns (no bytes to convert)."""
+
+    threads: dict[str, tuple[list[str], str]] = field(default_factory=dict)
+    kind: str = "conversation"
+
+    def list_units(self) -> Listing:
+        return Listing(units=tuple(Unit(t, version) for t, (_, version) in sorted(self.threads.items())))
+
+    def read(self, unit_id: str) -> UnitContent:
+        texts, version = self.threads[unit_id]
+        turns = tuple(Turn(role=Role.USER if n % 2 == 0 else Role.ASSISTANT, text=text) for n, text in enumerate(texts))
+        origin = SourceEntry(id="src", kind="conversation", label="threads").origin(
+            SourceKind.CONVERSATION, thread_id=unit_id
+        )
+        return UnitContent(unit_id, version, origin, turns=turns)
+
+
+async def test_a_reader_hands_over_turns_and_they_are_stored_as_a_conversation(world: World) -> None:
+    threads = ThreadReader({"t1": (["when is the freeze?", "thursday at five"], "v1")})
+    world.ctx.readers = FixedReaders(threads)
+    await world.sync()
+    (hit,) = await world.items()
+    assert (hit.kind.value, hit.meta.thread_id) == ("conversation", "t1")
+    assert world.converter.calls == 0  # turns need no converter
+    threads.threads["t1"] = (["when is the freeze?", "thursday at five", "thanks"], "v2")
+    await world.sync()
+    (grown,) = await world.items()
+    assert grown.id != hit.id and grown.text.endswith("user: thanks")
