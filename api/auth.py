@@ -8,12 +8,12 @@ right (the app then listens on loopback only).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 
 from api.errors import ForbiddenError
-from engines.contract import MetaFilter, Reach
+from engines.contract import ExploreRequest, FetchRequest, ListRequest, Reach, RecallRequest
 from worker.control import Caller, Services, TokenStore, authenticate
 
 _BEARER = "bearer "
@@ -79,9 +79,15 @@ def confined(caller: Caller, reach: Reach | None) -> Reach | None:
     return reach
 
 
-def confined_filter(caller: Caller, filter: MetaFilter) -> MetaFilter:
-    reach = confined(caller, filter.reach)
-    return filter if reach is filter.reach else filter.model_copy(update={"reach": reach})
+_Filtered = TypeVar("_Filtered", RecallRequest, FetchRequest, ListRequest, ExploreRequest)
+
+
+def within_reach(caller: Caller, request: _Filtered) -> _Filtered:
+    """`request` with its filter's reach confined to the caller's (the same object when nothing changes)."""
+    reach = confined(caller, request.filter.reach)
+    if reach is request.filter.reach:
+        return request
+    return request.model_copy(update={"filter": request.filter.model_copy(update={"reach": reach})})
 
 
 def _shown(reach: Reach) -> str:

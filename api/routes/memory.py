@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from api.auth import CallerDep, ServicesDep, confined, confined_filter
+from api.auth import CallerDep, ServicesDep, confined, within_reach
 from engines.contract import (
     ExplorePage,
     ExploreRequest,
@@ -33,22 +33,19 @@ def wire(value: BaseModel | list[Hit]) -> JSONResponse:
 @router.post("/recall", response_model=RecallAnswer)
 async def recall(body: RecallRequest, caller: CallerDep, services: ServicesDep) -> JSONResponse:
     """An answer with citations, confined to the token's reach."""
-    request = body.model_copy(update={"filter": confined_filter(caller, body.filter)})
-    return wire(await services.engine().recall(request))
+    return wire(await services.engine().recall(within_reach(caller, body)))
 
 
 @router.post("/fetch", response_model=FetchPage)
 async def fetch(body: FetchRequest, caller: CallerDep, services: ServicesDep) -> JSONResponse:
     """Ranked items in one fetch mode (keyword, vector or hybrid), with a cursor for the next page."""
-    request = body.model_copy(update={"filter": confined_filter(caller, body.filter)})
-    return wire(await services.engine().fetch(request))
+    return wire(await services.engine().fetch(within_reach(caller, body)))
 
 
 @router.post("/list", response_model=ListPage)
 async def list_items(body: ListRequest, caller: CallerDep, services: ServicesDep) -> JSONResponse:
     """Items without a query, oldest first, with a cursor for the next page."""
-    request = body.model_copy(update={"filter": confined_filter(caller, body.filter)})
-    return wire(await services.engine().list(request))
+    return wire(await services.engine().list(within_reach(caller, body)))
 
 
 @router.post("/get", response_model=list[Hit])
@@ -61,5 +58,4 @@ async def get(body: GetRequest, caller: CallerDep, services: ServicesDep) -> JSO
 @router.post("/explore", response_model=ExplorePage)
 async def explore(body: ExploreRequest, caller: CallerDep, services: ServicesDep) -> JSONResponse:
     """How many items hold each value of a facet."""
-    request = body.model_copy(update={"filter": confined_filter(caller, body.filter)})
-    return wire(await services.engine().explore(request))
+    return wire(await services.engine().explore(within_reach(caller, body)))

@@ -24,7 +24,9 @@ def register_token_commands(app: typer.Typer) -> None:
     @app.command()
     def serve(
         host: Annotated[str | None, typer.Option(help="Address to listen on (default from settings).")] = None,
-        port: Annotated[int | None, typer.Option(help="Port (default from settings; 0: any free one).")] = None,
+        port: Annotated[
+            int | None, typer.Option(min=0, max=65535, help="Port (default from settings; 0: any free one).")
+        ] = None,
         config: ConfigOption = None,
     ) -> None:
         """Serve the read API (recall, fetch, tools, context.md, admin) over the configured engine."""

@@ -204,3 +204,9 @@ def test_serve_refuses_to_listen_beyond_loopback_without_tokens(run) -> None:  #
     assert result.exit_code == 2
     assert "with no tokens" in result.output and "TINYMEMORY_API_HOST" in result.output
     assert "Traceback" not in result.output
+
+
+def test_serve_refuses_a_port_out_of_range_in_one_line(run) -> None:  # type: ignore[no-untyped-def]
+    result = CliRunner().invoke(app, ["serve", "--port", "99999"])
+    assert result.exit_code == 2 and "--port" in result.output
+    assert "OverflowError" not in result.output and "Traceback" not in result.output
