@@ -1,14 +1,15 @@
 """Source readers: configure a source, list its units, read one unit into content with its origin.
 
-One `SourceReader` protocol (`sources.base`) for every kind; `WatchableSource` and `IncrementalSource` are the
-abilities only some kinds have. `REGISTRY` maps a kind to its reader, as the engine registry maps an engine
-id; the local kinds (`FolderReader`, `FileReader`) are built in. `FolderWatcher` turns file events into
-debounced sets of changed unit ids, or `{RESCAN}`.
+One `SourceReader` protocol (`sources.base`) for every kind; `WatchableSource`, `IncrementalSource` and
+`ConditionalSource` are the abilities only some kinds have. `REGISTRY` maps a kind to its reader, as the
+engine registry maps an engine id; the local kinds (`FolderReader`, `FileReader`) are built in.
+`FolderWatcher` turns file events into debounced sets of changed unit ids, or `{RESCAN}`.
 """
 
 from sources.base import (
     FOLDER_FILE_SIZE_CAP_BYTES,
     ChangeCallback,
+    ConditionalSource,
     Delta,
     IncrementalSource,
     Listing,
@@ -45,6 +46,7 @@ __all__ = [
     "REGISTRY",
     "RESCAN",
     "ChangeCallback",
+    "ConditionalSource",
     "Delta",
     "FileReader",
     "FolderReader",

@@ -15,13 +15,14 @@ to list at all raises. Readers raise contract errors only:
     EngineError           the source failed otherwise (permission, I/O)
 
 Abilities only some kinds have are small protocols of their own, checked with `isinstance`:
-`WatchableSource` (file events) and `IncrementalSource` (list only what changed since a cursor).
+`WatchableSource` (file events), `IncrementalSource` (list only what changed since a cursor) and
+`ConditionalSource` (list given the versions the host holds, so a unit costs a conditional request).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
@@ -105,9 +106,19 @@ class UnitContent:
 
 @dataclass(frozen=True, slots=True)
 class ReaderOptions:
-    """What a host configures for every reader it builds (the kind's own settings are in its entry)."""
+    """What a host configures for every reader it builds (the kind's own settings are in its entry).
+
+    `allow_private_networks` lets the network readers reach private and loopback addresses (tests, and a
+    deployment that means to read its intranet); it is off unless set. `github_token` is the default token
+    for GitHub sources whose entry names none (never logged).
+    """
 
     max_file_bytes: int = FOLDER_FILE_SIZE_CAP_BYTES
+    allow_private_networks: bool = False
+    user_agent: str = "tm-reader"
+    fetch_timeout_s: float = 20.0
+    github_api_url: str = "https://api.github.com"
+    github_token: str | None = field(default=None, repr=False)
 
 
 def resolve_source_path(path: Path, workspace: Path | None) -> Path:
@@ -165,4 +176,19 @@ class IncrementalSource(Protocol):
 
     def list_changes(self, cursor: str) -> Delta | None:
         """The units added or modified and the ids removed since `cursor`, or None to list everything."""
+        ...
+
+
+@runtime_checkable
+class ConditionalSource(Protocol):
+    """A source whose listing asks a server per unit (a page, a feed), and can ask conditionally.
+
+    `known` maps the unit ids the host holds to their versions. A unit the server says is unchanged (304) is
+    listed with its known version, so the host neither reads nor converts it again; a unit the server is
+    transiently unable to answer for (5xx, timeout) is listed with its known version too, never dropped, so a
+    failing server is never taken for a deletion. Only a unit the server says is gone (404, 410) is left out.
+    """
+
+    def list_units_since(self, known: Mapping[str, str]) -> Listing:
+        """Every unit the source offers now, asking about the `known` ones conditionally."""
         ...

@@ -72,6 +72,12 @@ class SourceEntry(BaseModel):
     url: str | None = None
     namespace: str | None = None
     interval_s: float | None = None
+    # Kind-specific settings (spec §1.1 and issue 11); a kind's `configure` refuses those it does not read.
+    branch: str | None = None
+    extras: list[str] = Field(default_factory=list)
+    token_env: str | None = None
+    sitemap: bool = False
+    max_items: int | None = Field(default=None, gt=0)
 
     @field_validator("id")
     @classmethod
@@ -134,6 +140,22 @@ class SourceRequest(BaseModel):
     namespace: str | None = None
     interval_s: float | None = Field(default=None, gt=0)
     include: list[str] = Field(default_factory=list)
+    branch: str | None = None
+    extras: list[str] = Field(default_factory=list)
+    token_env: str | None = None
+    sitemap: bool = False
+    max_items: int | None = Field(default=None, gt=0)
+
+    def refuse_options(self, alias: str, *accepted: str) -> None:
+        """Refuse every kind-specific option set on this request that a kind (typed as `alias`) does not
+        read, naming the first one, so `--branch` on a folder is an error rather than silently ignored."""
+        for name in _KIND_OPTIONS:
+            if name not in accepted and getattr(self, name):
+                raise InvalidRequestError(f"{name} does not apply to {alias} sources")
+
+
+# The request fields only some kinds read (`SourceRequest.refuse_options`).
+_KIND_OPTIONS: Final = ("include", "branch", "extras", "token_env", "sitemap", "max_items")
 
 
 def configured_entry(request: SourceRequest, default_id: str, default_label: str, **fields: object) -> SourceEntry:

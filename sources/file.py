@@ -109,6 +109,7 @@ class FileReader:
 
 
 def _configure(request: SourceRequest) -> SourceEntry:
+    request.refuse_options(SourceConfigKind.FILE.alias)
     path = local_path(request.target)
     if path.is_dir():
         raise InvalidRequestError(f"{request.target} is a folder; use a folder source for a folder")

@@ -313,6 +313,7 @@ def _printable(text: str) -> str:
 
 
 def _configure(request: SourceRequest) -> SourceEntry:
+    request.refuse_options(SourceConfigKind.FOLDER.alias, "include")
     path = local_path(request.target)
     if not path.is_dir():
         raise InvalidRequestError(f"{request.target} is not a folder; use a file source for a single file")

@@ -112,6 +112,10 @@ def _typed(kind: str) -> str:
 REGISTRY = SourceRegistry()
 REGISTRY.register(SourceKindEntry(SourceConfigKind.FOLDER, "sources.folder"))
 REGISTRY.register(SourceKindEntry(SourceConfigKind.FILE, "sources.file"))
+REGISTRY.register(SourceKindEntry(SourceConfigKind.WEB_PAGE, "sources.link"))
+REGISTRY.register(SourceKindEntry(SourceConfigKind.GITHUB_REPO, "sources.github"))
+REGISTRY.register(SourceKindEntry(SourceConfigKind.RSS_FEED, "sources.rss"))
+REGISTRY.register(SourceKindEntry(SourceConfigKind.CONVERSATION, "sources.conversation"))
 
 
 def register_kinds(modules: Mapping[str, str]) -> None:

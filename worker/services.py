@@ -5,6 +5,7 @@ Runtimes and commands open these here, so every process reads the same settings 
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol, runtime_checkable
 
 from engines.contract import MemoryEngine
@@ -16,6 +17,8 @@ from worker.settings import Settings
 from worker.state.base import StateStore
 
 MIB = 1024 * 1024
+
+logger = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -50,7 +53,17 @@ def close_engine(engine: MemoryEngine) -> None:
 
 
 def reader_options(settings: Settings) -> ReaderOptions:
-    return ReaderOptions(max_file_bytes=int(settings.max_file_mb * MIB))
+    if settings.allow_private_networks:
+        logger.warning("allow_private_networks is on: network sources may reach private and loopback addresses")
+    token = settings.github_token
+    return ReaderOptions(
+        max_file_bytes=int(settings.max_file_mb * MIB),
+        allow_private_networks=settings.allow_private_networks,
+        user_agent=settings.user_agent,
+        fetch_timeout_s=settings.fetch_timeout_s,
+        github_api_url=settings.github_api_url,
+        github_token=token.get_secret_value() if token is not None else None,
+    )
 
 
 def convert_limits(settings: Settings) -> ConvertLimits:

@@ -55,6 +55,13 @@ class Settings(BaseSettings):
     task_store_attempts: int = Field(default=3, ge=1)
     # Source kinds from outside this package: kind name -> module path holding its `SPEC` (sources.registry).
     source_kinds: dict[str, str] = Field(default_factory=dict)
+    # Network sources: private, loopback and link-local addresses stay unreachable unless this is set (tests
+    # with loopback servers, an intranet deployment); it is logged whenever a process starts with it on.
+    allow_private_networks: bool = False
+    fetch_timeout_s: float = Field(default=20.0, gt=0)
+    user_agent: str = "tm-reader"
+    github_api_url: str = "https://api.github.com"
+    github_token: SecretStr | None = None
     state: Literal["sqlite", "redis"] = "sqlite"
     redis_prefix: str = "tm:"
     task_soft_limit_s: float = 540.0

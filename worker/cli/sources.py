@@ -49,6 +49,15 @@ def _add_command(group: typer.Typer) -> None:
         namespace: Annotated[str | None, typer.Option(help="The namespace its items go to, e.g. team:acme.")] = None,
         interval: Annotated[float | None, typer.Option(help="Poll every this many seconds (beat).")] = None,
         include: Annotated[list[str] | None, typer.Option(help="Only files matching this glob (repeatable).")] = None,
+        sitemap: Annotated[bool, typer.Option("--sitemap", help="link: the URL is a sitemap of pages.")] = False,
+        branch: Annotated[str | None, typer.Option(help="github: the branch (default: the repo's).")] = None,
+        extras: Annotated[
+            str | None, typer.Option("--with", help="github: also issues, prs and/or commits (comma-separated).")
+        ] = None,
+        token_env: Annotated[
+            str | None, typer.Option(help="github: the environment variable holding the token.")
+        ] = None,
+        max_items: Annotated[int | None, typer.Option(help="rss: the most entries read from the feed.")] = None,
         config: ConfigOption = None,
     ) -> None:
         """Register a source; prints its id."""
@@ -59,7 +68,17 @@ def _add_command(group: typer.Typer) -> None:
 
         try:
             request = SourceRequest(
-                kind=kind, target=target, id=source_id, namespace=namespace, interval_s=interval, include=include or []
+                kind=kind,
+                target=target,
+                id=source_id,
+                namespace=namespace,
+                interval_s=interval,
+                include=include or [],
+                sitemap=sitemap,
+                branch=branch,
+                extras=[part.strip() for part in (extras or "").split(",") if part.strip()],
+                token_env=token_env,
+                max_items=max_items,
             )
         except ValidationError as err:
             raise typer.BadParameter(str(err.errors()[0]["msg"])) from err

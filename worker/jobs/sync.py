@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from sources import Delta, IncrementalSource, Listing, Skipped, SourceReader, Unit
+from sources import ConditionalSource, Delta, IncrementalSource, Listing, Skipped, SourceReader, Unit
 from worker.jobs.context import JobContext
 from worker.records import Change, DeadLetter, SyncReport
 from worker.state.base import UnitState
@@ -84,7 +84,11 @@ async def _look(
             return _Found(
                 diff_delta(delta, states), len(delta.units), delta.skipped, delta.cursor, None, [*delta.removed]
             )
-    listing: Listing = await asyncio.to_thread(reader.list_units)
+    if isinstance(reader, ConditionalSource):
+        known = {unit_id: state.version for unit_id, state in states.items() if not state.deleted}
+        listing: Listing = await asyncio.to_thread(reader.list_units_since, known)
+    else:
+        listing = await asyncio.to_thread(reader.list_units)
     present = {u.id for u in listing.units} | {s.unit_id for s in listing.skipped}
     changes = diff_units(listing.units, states, hints)
     return _Found(changes, len(listing.units), listing.skipped, listing.cursor, present)
