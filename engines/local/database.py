@@ -1,14 +1,18 @@
-"""The local engine's connection: one SQLite file in WAL mode, used from one thread per engine.
+"""The local engine's connections: one SQLite file in WAL mode, one writing thread and a few reading ones.
 
 Several processes (workers, the API) share the file: readers never block the writer, and a
 writer waits for another's transaction (busy timeout) instead of failing. Each engine runs its
-SQL on a single worker thread so the event loop never blocks on the disk.
+SQL on worker threads so the event loop never blocks on the disk: writes on one thread (SQLite
+has one writer anyway), reads on a small pool, each thread with its own connection. SQLite
+releases the GIL while a statement runs, so concurrent searches use every core.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -106,24 +110,65 @@ class _Lane:
         self._executor.shutdown(wait=True)
 
 
-class Database:
-    """The memory file as two lanes: writes on one thread, reads on another.
+class _ReadPool:
+    """Reading threads, each with a connection of its own opened on first use."""
 
-    WAL lets the reader run while a write is in progress, so a search (or the replay check of the
-    next batch) never waits behind a long write transaction of this process.
+    def __init__(self, path: Path, threads: int) -> None:
+        self._path = path
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tm-local-read")
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conns: list[sqlite3.Connection] = []
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, work)
+
+    def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = connect(self._path)
+            with self._lock:
+                self._conns.append(conn)
+        try:
+            return work(conn)
+        except sqlite3.Error as err:
+            raise _translate(err) from err
+
+    def close(self) -> None:
+        # Shut the threads down first, so no read is running on a connection as it closes.
+        self._executor.shutdown(wait=True)
+        with self._lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+
+
+def read_threads() -> int:
+    """Reading threads per engine: one per core, at least 2 (one search never waits on another's disk
+    read) and at most 8 (more would only hold more connections and page caches)."""
+    return max(2, min(8, os.cpu_count() or 1))
+
+
+class Database:
+    """The memory file as a writing lane and a pool of reading threads.
+
+    WAL lets readers run while a write is in progress, so a search (or the replay check of the
+    next batch) never waits behind a long write transaction of this process, nor behind another search.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, readers: int | None = None) -> None:
         self.path = path
         self._writer = _Lane(path, "write")
-        self._reader = _Lane(path, "read")
+        self._reader = _ReadPool(path, readers or read_threads())
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work` on the writing thread; SQLite failures become contract errors."""
         return await self._writer.run(work)
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run read-only `work` on the reading thread; it sees every committed write."""
+        """Run read-only `work` on a reading thread; it sees every committed write. `work` may run at the
+        same time as other reads, on another connection: what it shares with them must be thread-safe."""
         return await self._reader.run(work)
 
     def open_now(self) -> None:

@@ -112,7 +112,7 @@ class LocalEngine(MemoryEngine):
         self._passage_chars = passage_chars
         self._min_similarity = min_similarity
         self._vectors = VectorIndex(self._embedder.dimensions)
-        self._term_counts = TermCounts()  # used on the reading thread only
+        self._term_counts = TermCounts()
 
     @property
     def path(self) -> Path:

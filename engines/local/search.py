@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -46,32 +46,42 @@ def fts_query(words: list[str]) -> str | None:
 
 
 class TermCounts:
-    """How many passages hold each term, remembered until the file changes.
+    """How many passages hold each term, remembered per connection until the file changes.
 
     Counting a common term walks its whole posting list (1 ms a word at 50,000 passages), and
-    queries share their common words. Any commit of any process changes the connection's
-    `data_version`, which forgets everything remembered.
+    queries share their common words. Any commit of any process changes a connection's
+    `data_version`, which forgets what that connection's counts remembered. Versions of different
+    connections cannot be compared, so each connection (one per reading thread) has counts of its own,
+    touched only by its thread.
     """
 
     def __init__(self, capacity: int = 20_000) -> None:
         self._capacity = capacity
-        self._version: tuple[int, int] | None = None
-        self._total = 0
-        self._counts: dict[str, int] = {}
+        self._by_conn: dict[int, _Counts] = {}
 
     def lookup(self, conn: sqlite3.Connection, words: list[str]) -> tuple[int, dict[str, int]]:
         """The number of passages, and how many of them hold each of `words`."""
-        version = (id(conn), conn.execute("PRAGMA data_version").fetchone()[0])
-        if version != self._version or len(self._counts) > self._capacity:
-            self._version, self._counts = version, {}
-            self._total = conn.execute("SELECT count(*) FROM passages").fetchone()[0]
+        counts = self._by_conn.get(id(conn))
+        if counts is None:
+            counts = self._by_conn.setdefault(id(conn), _Counts())
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != counts.version or len(counts.words) > self._capacity:
+            counts.version, counts.words = version, {}
+            counts.total = conn.execute("SELECT count(*) FROM passages").fetchone()[0]
         for word in words:
-            if word not in self._counts:
+            if word not in counts.words:
                 # Counting matches reads the postings once; the fts5vocab table also decodes every
                 # position (twice the time), and it would look the word up unfolded ("café").
                 match = fts_query([word])
-                self._counts[word] = conn.execute(_COUNT_MATCHES, (match,)).fetchone()[0]
-        return self._total, {w: self._counts[w] for w in words}
+                counts.words[word] = conn.execute(_COUNT_MATCHES, (match,)).fetchone()[0]
+        return counts.total, {w: counts.words[w] for w in words}
+
+
+@dataclass(slots=True)
+class _Counts:
+    version: int | None = None
+    total: int = 0
+    words: dict[str, int] = field(default_factory=dict)
 
 
 def informative_words(conn: sqlite3.Connection, words: list[str], counts: TermCounts) -> list[str]:
@@ -166,8 +176,10 @@ def vector_ranking(
     want: int,
 ) -> list[Ranked]:
     """Items whose best passage's cosine with `query` reaches `threshold`, best first."""
-    index.refresh(conn)
-    items, rowids, scores = index.best_per_item(query, threshold)
+    snapshot = index.refresh(conn)
+    # One more than the filter is checked against, so a selective filter shows (see _admitted_in_order).
+    depth = _CHECK_ROUNDS * _CHECK_CHUNK + 1
+    items, rowids, scores = snapshot.best_per_item(query, threshold, depth)
     admitted = _admitted_in_order(conn, where, items, want)
     if admitted is None:
         # The filter is selective: ask SQL for the items it admits and score only those.
@@ -175,12 +187,15 @@ def vector_ranking(
             (r[0] for r in conn.execute(f"SELECT i.seq FROM items i WHERE {where.sql()}", where.params)),
             dtype=np.int64,
         )
-        items, rowids, scores = index.best_per_item(query, threshold, among=allowed)
+        items, rowids, scores = snapshot.best_per_item(query, threshold, want, among=allowed)
         admitted = set(items.tolist())
-    ranked = [
-        Ranked(int(s), int(r), float(c)) for s, r, c in zip(items, rowids, scores, strict=True) if int(s) in admitted
-    ]
-    return ranked[:want]
+    ranked: list[Ranked] = []
+    for seq, rowid, score in zip(items.tolist(), rowids.tolist(), scores.tolist(), strict=True):
+        if seq in admitted:
+            ranked.append(Ranked(seq, rowid, score))
+            if len(ranked) == want:
+                break
+    return ranked
 
 
 def _admitted_in_order(conn: sqlite3.Connection, where: Where, items: NDArray[np.int64], want: int) -> set[int] | None:

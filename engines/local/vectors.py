@@ -2,11 +2,17 @@
 
 Other processes write the same file, so before each search the copy loads the passages added
 since it last looked, and drops removed ones when the file's deletion counter has moved.
+
+Several reading threads search one copy at once. Refreshing is serialised by a lock and hands
+each search a snapshot (the arrays up to the size then): rows are appended past every snapshot's
+end, and dropping rows builds new arrays, so a snapshot is never changed under a search.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,11 +34,46 @@ def _deletions(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The passages loaded at one refresh: rowids, item seqs and unit vectors, row for row."""
+
+    rowids: NDArray[np.int64]
+    items: NDArray[np.int64]
+    matrix: NDArray[np.float32]
+
+    def best_per_item(
+        self, query: NDArray[np.float32], threshold: float, depth: int, among: NDArray[np.int64] | None = None
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]:
+        """The best `depth` items whose best passage scores at least `threshold`, best first: (item seqs,
+        passage rowids, cosines). `among` restricts the search to those item seqs.
+
+        Only the best passages are sorted: a window a few times `depth` deep is taken with a partial
+        sort, and widened while several passages of one item leave it short of `depth` items.
+        """
+        scores = self.matrix @ query
+        mask = scores >= threshold
+        if among is not None:
+            mask &= np.isin(self.items, among)
+        chosen = np.flatnonzero(mask)
+        window = min(len(chosen), max(depth * 2, 64))
+        while True:
+            partial = window < len(chosen)
+            top = chosen[np.argpartition(-scores[chosen], window - 1)[:window]] if partial else chosen
+            order = top[np.argsort(-scores[top], kind="stable")]
+            _, first = np.unique(self.items[order], return_index=True)
+            best = order[np.sort(first)][:depth]
+            if len(best) >= depth or window >= len(chosen):
+                return self.items[best], self.rowids[best], scores[best]
+            window = min(len(chosen), window * 4)
+
+
 class VectorIndex:
     """Passage vectors with their passage rowids and item seqs, grown in place as rows arrive."""
 
     def __init__(self, dimensions: int) -> None:
         self.dimensions = dimensions
+        self._lock = threading.Lock()
         self._size = 0
         self._rowids = np.zeros(1024, dtype=np.int64)
         self._items = np.zeros(1024, dtype=np.int64)
@@ -40,26 +81,30 @@ class VectorIndex:
         self._loaded_upto = 0
         self._deletions = -1
 
-    def refresh(self, conn: sqlite3.Connection) -> None:
-        deletions = _deletions(conn)
-        if deletions != self._deletions:
-            self._drop_removed(conn)
-            self._deletions = deletions
-        rows = conn.execute(
-            "SELECT rowid, item_seq, vector FROM passages WHERE rowid > ? ORDER BY rowid",
-            (self._loaded_upto,),
-        ).fetchall()
-        if rows:
-            self._append(rows)
+    def refresh(self, conn: sqlite3.Connection) -> Snapshot:
+        """Bring the copy up to what `conn` sees, and the snapshot to search."""
+        with self._lock:
+            deletions = _deletions(conn)
+            if deletions != self._deletions:
+                self._drop_removed(conn)
+                self._deletions = deletions
+            rows = conn.execute(
+                "SELECT rowid, item_seq, vector FROM passages WHERE rowid > ? ORDER BY rowid",
+                (self._loaded_upto,),
+            ).fetchall()
+            if rows:
+                self._append(rows)
+            size = self._size
+            return Snapshot(self._rowids[:size], self._items[:size], self._matrix[:size])
 
     def _drop_removed(self, conn: sqlite3.Connection) -> None:
         live = np.fromiter((r[0] for r in conn.execute("SELECT rowid FROM passages")), dtype=np.int64)
         keep = np.isin(self._rowids[: self._size], live, assume_unique=True)
-        kept = int(keep.sum())
-        self._rowids[:kept] = self._rowids[: self._size][keep]
-        self._items[:kept] = self._items[: self._size][keep]
-        self._matrix[:kept] = self._matrix[: self._size][keep]
-        self._size = kept
+        # New arrays (boolean indexing copies): a search may still be reading the old ones.
+        self._rowids = self._rowids[: self._size][keep]
+        self._items = self._items[: self._size][keep]
+        self._matrix = self._matrix[: self._size][keep]
+        self._size = len(self._rowids)
 
     def _append(self, rows: list[tuple[int, int, bytes]]) -> None:
         self._reserve(self._size + len(rows))
@@ -75,26 +120,13 @@ class VectorIndex:
         capacity = len(self._rowids)
         if needed <= capacity:
             return
+        capacity = max(capacity, 1024)
         while capacity < needed:
             capacity *= 2
-        self._rowids = np.resize(self._rowids, capacity)
-        self._items = np.resize(self._items, capacity)
+        rowids = np.zeros(capacity, dtype=np.int64)
+        items = np.zeros(capacity, dtype=np.int64)
         matrix = np.zeros((capacity, self.dimensions), dtype=np.float32)
+        rowids[: self._size] = self._rowids[: self._size]
+        items[: self._size] = self._items[: self._size]
         matrix[: self._size] = self._matrix[: self._size]
-        self._matrix = matrix
-
-    def best_per_item(
-        self, query: NDArray[np.float32], threshold: float, among: NDArray[np.int64] | None = None
-    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]:
-        """Items whose best passage scores at least `threshold`, best first: (item seqs, passage
-        rowids, cosines). `among` restricts the search to those item seqs."""
-        items = self._items[: self._size]
-        scores = self._matrix[: self._size] @ query
-        mask = scores >= threshold
-        if among is not None:
-            mask &= np.isin(items, among)
-        chosen = np.flatnonzero(mask)
-        order = chosen[np.argsort(-scores[chosen], kind="stable")]
-        _, first = np.unique(items[order], return_index=True)
-        best = order[np.sort(first)]
-        return items[best], self._rowids[: self._size][best], scores[best]
+        self._rowids, self._items, self._matrix = rowids, items, matrix
