@@ -10,8 +10,8 @@ kept and reused when it already holds them; without, it is built in a temporary 
 each route (fetch keyword, fetch hybrid, recall), with a fixed, seeded list of `--queries` queries of three
 words drawn from the corpus vocabulary (common words match most items, rare ones a few):
   anchor      the queries through the engine in this process, one at a time (`await engine.fetch(...)`),
-              with the CPU they take; their "ceiling" is 1 / the mean time: the engine runs its reads on
-              one thread, so one API process answers at most that many requests/s, whatever the cores;
+              with the CPU they take; their "ceiling" is the cores / the CPU a query takes: the engine
+              reads on a thread per core, so no API process on this machine answers more requests/s;
               alternating with
   sequential  the same queries over HTTP, one request at a time: `HTTP p50 - engine p50` is the cost the
               HTTP layer adds ("paired": the median of each query's own difference, printed beside it), and
@@ -108,8 +108,9 @@ class Anchor:
 
     @property
     def ceiling(self) -> float:
-        """Requests/s one engine can answer at most: its reads run on one thread, one at a time."""
-        return 1000 / statistics.fmean(self.direct)
+        """Requests/s the machine can answer at most: its reads run on a thread per core, so every core's
+        CPU divided by the CPU one query takes (the clients and the HTTP layer take theirs from it too)."""
+        return (os.cpu_count() or 1) * len(self.direct) / max(self.direct_cpu_s, 1e-9)
 
 
 @dataclass
