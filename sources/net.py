@@ -58,27 +58,14 @@ _ORIGIN_HEADERS: Final = ("authorization", "cookie", "proxy-authorization")
 # TLS connections are pooled per server name (`_Transports`); this many names keep their pool at once.
 _POOLED_HOSTS: Final = 16
 
-_V4_REFUSED: Final = tuple(
-    ipaddress.IPv4Network(net)
-    for net in (
-        "0.0.0.0/8",
-        "10.0.0.0/8",
-        "100.64.0.0/10",
-        "127.0.0.0/8",
-        "169.254.0.0/16",
-        "172.16.0.0/12",
-        "192.0.0.0/16",
-        "192.168.0.0/16",
-        "198.18.0.0/15",
-        "198.51.100.0/24",
-        "203.0.113.0/24",
-        "224.0.0.0/4",
-        "240.0.0.0/4",
-    )
+# Spec §9.3, one table per family.
+_V4_TABLE: Final = (
+    "0.0.0.0/8 10.0.0.0/8 100.64.0.0/10 127.0.0.0/8 169.254.0.0/16 172.16.0.0/12 192.0.0.0/16 192.168.0.0/16"
+    " 198.18.0.0/15 198.51.100.0/24 203.0.113.0/24 224.0.0.0/4 240.0.0.0/4"
 )
-_V6_REFUSED: Final = tuple(
-    ipaddress.IPv6Network(net) for net in ("::1/128", "::/128", "ff00::/8", "fc00::/7", "fe80::/10", "2001:db8::/32")
-)
+_V6_TABLE: Final = "::1/128 ::/128 ff00::/8 fc00::/7 fe80::/10 2001:db8::/32"
+_V4_REFUSED: Final = tuple(map(ipaddress.IPv4Network, _V4_TABLE.split()))
+_V6_REFUSED: Final = tuple(map(ipaddress.IPv6Network, _V6_TABLE.split()))
 _V4_LINK_LOCAL: Final = ipaddress.IPv4Network("169.254.0.0/16")
 _V6_LINK_LOCAL: Final = ipaddress.IPv6Network("fe80::/10")
 _V4_COMPATIBLE: Final = ipaddress.IPv6Network("::/96")
@@ -296,6 +283,25 @@ def system_resolver(host: str, port: int) -> list[str]:
     """The addresses `getaddrinfo` gives for a stream connection to `host`, in its order, without repeats."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+_SHARED: dict[tuple[bool, str, float], GuardedClient] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_client(
+    *, allow_private_networks: bool = False, user_agent: str = "tm-reader", timeout_s: float = 20.0
+) -> GuardedClient:
+    """The process's one client for these options, for readers built per sync: its connection pools live as
+    long as the process and are reused from sync to sync, instead of being left open by every reader."""
+    key = (allow_private_networks, user_agent, timeout_s)
+    with _SHARED_LOCK:
+        client = _SHARED.get(key)
+        if client is None:
+            client = _SHARED[key] = GuardedClient(
+                allow_private_networks=allow_private_networks, user_agent=user_agent, timeout_s=timeout_s
+            )
+        return client
 
 
 class GuardedClient:
