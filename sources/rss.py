@@ -18,7 +18,6 @@ import hashlib
 import html
 import io
 import json
-import os
 import re
 import threading
 import time
@@ -35,7 +34,7 @@ import feedparser  # type: ignore[import-untyped]
 from engines.contract import EngineError, InvalidRequestError, NotFoundError, UnavailableError
 from sources.base import Listing, ReaderOptions, Unit, UnitContent
 from sources.config import SourceConfigKind, SourceEntry, SourceRequest, configured_entry
-from sources.net import MAX_FEED_BYTES, BadStatusError, Fetched, GuardedClient, check_url
+from sources.net import MAX_FEED_BYTES, BadStatusError, Fetched, GuardedClient, check_url, shared_client
 from sources.registry import KindSpec
 
 FEED_CACHE_TTL: Final = 60.0
@@ -216,15 +215,16 @@ def parse_stamp(text: str) -> datetime | None:
 
 
 def entry_document(entry: FeedEntry) -> bytes:
-    """The entry as the HTML the pipeline converts: its title (as `<title>` and heading), then its body; a
-    body without `<` is plain text, escaped into paragraphs."""
+    """The entry as the HTML the pipeline converts: its title as `<title>` (the item's title), then its body;
+    a body without `<` is plain text, escaped into paragraphs."""
     title = html.escape(entry.title)
     body = entry.body
     if "<" not in body:
         body = "\n".join(f"<p>{html.escape(part.strip())}</p>" for part in body.split("\n\n") if part.strip())
+    if not body:
+        body = f"<p>{title}</p>"  # a title-only entry (a link feed) still has its title to store
     head = f"<title>{title}</title>" if title else ""
-    heading = f"<h1>{title}</h1>\n" if title else ""
-    page = f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">{head}</head>\n<body>{heading}{body}\n</body></html>\n'
+    page = f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">{head}</head>\n<body>{body}\n</body></html>\n'
     return page.encode("utf-8")
 
 
@@ -266,10 +266,6 @@ class FeedCache:
     def fetching(self, key: object) -> threading.Lock:
         with self._lock:
             return self._locks.setdefault(key, threading.Lock())
-
-    def clear(self) -> None:
-        with self._lock:
-            self._feeds.clear()
 
 
 FEED_CACHE: Final = FeedCache()
@@ -364,13 +360,13 @@ class RssReader:
 def _configure(request: SourceRequest) -> SourceEntry:
     request.refuse_options(SourceConfigKind.RSS_FEED.alias, "max_items")
     url = request.target.strip()
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() not in ("http", "https") or not rest:
         raise InvalidRequestError(f"{request.target!r} is not a feed URL: give an http or https URL")
-    if "@" in parts.netloc:
-        raise InvalidRequestError(f"{parts.hostname}: credentials in a feed URL are not supported")
     # The static checks only: whether private addresses may be reached is the reader options' to say.
     check_url(url, allow_private_networks=True)
+    if "@" in urlsplit(url).netloc:
+        raise InvalidRequestError(f"{urlsplit(url).hostname}: credentials in a feed URL are not supported")
     max_items = request.max_items or CREATED_MAX_ITEMS
     return configured_entry(request, feed_source_id(url), url, url=url, max_items=max_items)
 
@@ -382,27 +378,13 @@ def feed_source_id(url: str) -> str:
     return f"{name[:48].rstrip('-')}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
 
 
-_CLIENTS: dict[tuple[int, bool, str, float], GuardedClient] = {}
-_CLIENTS_LOCK: Final = threading.Lock()
-
-
-def _client(options: ReaderOptions) -> GuardedClient:
-    """The process's client for these options: readers are built per job, their connections outlive them.
-    Keyed by process too, so a forked child never shares its parent's sockets."""
-    key = (os.getpid(), options.allow_private_networks, options.user_agent, options.fetch_timeout_s)
-    with _CLIENTS_LOCK:
-        client = _CLIENTS.get(key)
-        if client is None:
-            client = _CLIENTS[key] = GuardedClient(
-                allow_private_networks=options.allow_private_networks,
-                user_agent=options.user_agent,
-                timeout_s=options.fetch_timeout_s,
-            )
-        return client
-
-
 def _build(entry: SourceEntry, options: ReaderOptions) -> RssReader:
-    return RssReader(entry, _client(options))
+    client = shared_client(
+        allow_private_networks=options.allow_private_networks,
+        user_agent=options.user_agent,
+        timeout_s=options.fetch_timeout_s,
+    )
+    return RssReader(entry, client)
 
 
 SPEC = KindSpec(
