@@ -3,12 +3,15 @@
 `sniff` decides a format from the bytes first and trusts the hints (MIME, filename) only where the bytes do
 not settle it: a zip, a PDF, an image or a sound is what its bytes say, whatever a server or a file name
 claims. Beyond the spec's nine formats it knows EPUB, legacy Excel and Outlook files (OLE2), notebooks, CSV,
-and images and audio, so that the converter can refuse the last two with a reason instead of "unknown".
+feeds (RSS, Atom), and images and audio, so that the converter can refuse the last two with a reason instead of
+"unknown". A feed is known by its root element wherever it is found, so a feed in a folder or a repository is
+converted like one fetched from a feed URL instead of being stored as the XML it is written in.
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 import struct
 from enum import StrEnum
 
@@ -31,6 +34,8 @@ class DocumentFormat(StrEnum):
     MSG = "msg"
     IPYNB = "ipynb"
     CSV = "csv"
+    RSS = "rss"
+    ATOM = "atom"
     IMAGE = "image"
     AUDIO = "audio"
     UNKNOWN = "unknown"
@@ -66,6 +71,9 @@ _FORMAT_MIME: dict[DocumentFormat, tuple[str, str]] = {
     DocumentFormat.MSG: ("application/vnd.ms-outlook", "msg"),
     DocumentFormat.IPYNB: ("application/x-ipynb+json", "ipynb"),
     DocumentFormat.CSV: ("text/csv", "csv"),
+    # RSS 1.0 (RDF) is stored as RSS too: it is converted the same way, and readers take rss+xml for both.
+    DocumentFormat.RSS: ("application/rss+xml", "rss"),
+    DocumentFormat.ATOM: ("application/atom+xml", "atom"),
     # Images and sounds are only ever refused, never stored, so a family wildcard is honest enough.
     DocumentFormat.IMAGE: ("image/*", "bin"),
     DocumentFormat.AUDIO: ("audio/*", "bin"),
@@ -141,23 +149,32 @@ _HEIF_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"mif1", 
 _HTML_PREFIX_BYTES = 512
 _HTML_OPENINGS = ("<!doctype html", "<html")
 
+# A feed's root start tag comes after an optional byte order mark, the XML declaration, comments, processing
+# instructions and a DOCTYPE, within the first few KiB; its closing tag must end the document, so a text that
+# merely opens with `<rss>` and goes on as prose is not taken for a feed (nor one with a trailing comment).
+_FEED_PREFIX_BYTES = 4096
+_FEED_SUFFIX_BYTES = 1024
+_PROLOGUE_ENDS = ((b"<?", b"?>"), (b"<!--", b"-->"), (b"<!DOCTYPE", b">"))
+_XML_SPACE = b" \t\r\n"
+_FEED_ROOT = re.compile(rb"<(?:(?P<prefix>[A-Za-z_][\w.-]*):)?(?P<name>rss|feed|RDF)(?P<attributes>\s[^>]*)?(?<!/)>")
+_ATOM_NAMESPACE = b"http://www.w3.org/2005/Atom"
+_RDF_NAMESPACE = b"http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+_RSS1_NAMESPACE = b"http://purl.org/rss/1.0/"
+
 # Central-directory layout (APPNOTE.TXT 4.3.12 and 4.3.16): fixed header sizes and field offsets.
 _EOCD_SIGNATURE = b"PK\x05\x06"
 _EOCD_SIZE = 22
 _MAX_ZIP_COMMENT = 65535
 _CD_SIGNATURE = b"PK\x01\x02"
 _CD_HEADER_SIZE = 46
-_OOXML_PARTS = (
-    (b"word/", DocumentFormat.DOCX),
-    (b"xl/", DocumentFormat.XLSX),
-    (b"ppt/", DocumentFormat.PPTX),
-)
+_OOXML_PARTS = ((b"word/", DocumentFormat.DOCX), (b"xl/", DocumentFormat.XLSX), (b"ppt/", DocumentFormat.PPTX))
 
 
 def sniff(data: bytes, filename: str | None = None, mime: str | None = None) -> DocumentFormat:
     """The format of `data`; the first rule of §10.2 that decides wins. Never raises.
 
-    The bytes decide first (zip, PDF, OLE2, image and audio signatures), then the MIME hint, then the filename,
+    The bytes decide first (zip, PDF, OLE2, image and audio signatures, a feed's root element), then the MIME
+    hint, then the filename,
     then the content again (an HTML opening, else valid UTF-8 text); anything else is `unknown`. Inside a zip
     or an OLE2 file the hints only choose among what such a container can hold.
     """
@@ -170,6 +187,9 @@ def sniff(data: bytes, filename: str | None = None, mime: str | None = None) -> 
     media = _media_format(data)
     if media is not None:
         return media
+    feed = _feed_format(data)
+    if feed is not None:
+        return feed
     hinted = _mime_format(mime)
     if hinted is None:
         hinted = _filename_format(filename)
@@ -213,19 +233,21 @@ def _mime_format(mime: str | None) -> DocumentFormat | None:
 
 def _media_format(data: bytes) -> DocumentFormat | None:
     """`image` or `audio` when `data` opens with one of their signatures, else None."""
-    if data.startswith(_IMAGE_MAGIC) or _is_webp(data) or _is_bmp(data) or _is_heif(data):
+    if data.startswith(_IMAGE_MAGIC) or _is_riff(data, b"WEBP") or _is_bmp(data) or _is_heif(data):
         return DocumentFormat.IMAGE
-    if data.startswith(_AUDIO_MAGIC) or _is_wave(data) or _is_id3(data) or _is_mpeg_frame(data) or _is_mp4(data):
+    if (
+        data.startswith(_AUDIO_MAGIC)
+        or _is_riff(data, b"WAVE")
+        or _is_id3(data)
+        or _is_mpeg_frame(data)
+        or _is_mp4(data)
+    ):
         return DocumentFormat.AUDIO
     return None
 
 
-def _is_webp(data: bytes) -> bool:
-    return data.startswith(b"RIFF") and data[8:12] == b"WEBP"
-
-
-def _is_wave(data: bytes) -> bool:
-    return data.startswith(b"RIFF") and data[8:12] == b"WAVE"
+def _is_riff(data: bytes, form: bytes) -> bool:
+    return data.startswith(b"RIFF") and data[8:12] == form
 
 
 def _is_bmp(data: bytes) -> bool:
@@ -259,6 +281,52 @@ def _is_heif(data: bytes) -> bool:
 def _is_ftyp(data: bytes) -> bool:
     # An ISO base media file opens with its `ftyp` box, whose big-endian size is a few dozen bytes.
     return data.startswith(b"\0\0") and data[4:8] == b"ftyp"
+
+
+def _feed_format(data: bytes) -> DocumentFormat | None:
+    """`rss` for an `<rss>` or RSS 1.0 `<rdf:RDF>` root, `atom` for an Atom `<feed>` root, else None.
+
+    The root's own start tag must bind the namespaces: Atom's for a `<feed>`; RDF's, and name RSS 1.0's, for
+    an `RDF` root. The prologue before it is skipped by a plain scan: one regular expression's nested
+    repetitions would backtrack exponentially on a hostile one. A DOCTYPE's internal subset (entities, which
+    the XML parser refuses anyway) is not skipped, so such a document is never a feed.
+    """
+    head = data[:_FEED_PREFIX_BYTES]
+    match = _FEED_ROOT.match(head, _prologue_end(head))
+    if match is None:
+        return None
+    prefix, name, attributes = match.group("prefix"), match.group("name"), match.group("attributes") or b""
+    qualified = name if prefix is None else prefix + b":" + name
+    if re.search(rb"</" + re.escape(qualified) + rb"\s*>\Z", data[-_FEED_SUFFIX_BYTES:].rstrip(_XML_SPACE)) is None:
+        return None
+    binding = b"xmlns" if prefix is None else b"xmlns:" + prefix
+    if name == b"rss":
+        return DocumentFormat.RSS if prefix is None else None
+    if name == b"feed":
+        return DocumentFormat.ATOM if _declares(attributes, binding, _ATOM_NAMESPACE) else None
+    rss1 = _declares(attributes, binding, _RDF_NAMESPACE) and _RSS1_NAMESPACE in attributes
+    return DocumentFormat.RSS if rss1 else None
+
+
+def _prologue_end(head: bytes) -> int:
+    """Where the root may start in `head`: past the BOM, whitespace and prologue; its end when unterminated."""
+    position = len(codecs.BOM_UTF8) if head.startswith(codecs.BOM_UTF8) else 0
+    while True:
+        while position < len(head) and head[position] in _XML_SPACE:
+            position += 1
+        ends = next((ends for ends in _PROLOGUE_ENDS if head.startswith(ends[0], position)), None)
+        if ends is None:
+            return position
+        close = head.find(ends[1], position + len(ends[0]))
+        if close < 0:
+            return len(head)
+        position = close + len(ends[1])
+
+
+def _declares(attributes: bytes, binding: bytes, namespace: bytes) -> bool:
+    """True when a start tag's `attributes` bind `binding` (`xmlns` or `xmlns:p`) to `namespace`."""
+    pattern = rb"(?:^|\s)" + re.escape(binding) + rb"\s*=\s*([\"'])" + re.escape(namespace) + rb"\1"
+    return re.search(pattern, attributes) is not None
 
 
 def _filename_format(filename: str | None) -> DocumentFormat | None:

@@ -28,8 +28,13 @@ _CONVERTER_CLASSES: dict[DocumentFormat, str] = {
     DocumentFormat.MSG: "OutlookMsgConverter",
     DocumentFormat.IPYNB: "IpynbConverter",
     DocumentFormat.CSV: "CsvConverter",
+    DocumentFormat.RSS: "RssConverter",
+    DocumentFormat.ATOM: "RssConverter",
 }
 MARKITDOWN_FORMATS = frozenset(_CONVERTER_CLASSES)
+
+# The converters markitdown tries before its generic HTML converter; each accepts a page by its URL alone.
+_SITE_CONVERTER_CLASSES = ("WikipediaConverter", "BingSerpConverter")
 
 # markdownify (behind markitdown's HTML, Word, Excel, PowerPoint and EPUB output) escapes every underscore by
 # default: `api_key` would be stored as `api\_key`, which neither a keyword search for the identifier nor the
@@ -48,25 +53,39 @@ class MarkitdownResult:
     title: str | None
 
 
-def run_markitdown(fmt: DocumentFormat, data: bytes, filename: str | None, charset: str | None) -> MarkitdownResult:
+def run_markitdown(
+    fmt: DocumentFormat, data: bytes, filename: str | None, charset: str | None, url: str | None = None
+) -> MarkitdownResult:
     """`data` converted by markitdown's converter for `fmt`; library exceptions propagate unchanged.
 
     `charset` is the text encoding when the caller knows it (HTML, CSV, notebooks); markitdown guesses
-    otherwise. The output is normalised as `MarkItDown.convert` does it: trailing spaces off every line,
-    runs of blank lines down to one.
+    otherwise. `url` is where the document came from (an http or https URL, never fetched): a page a
+    site-aware converter accepts by its URL goes to that converter instead. The output is normalised as
+    `MarkItDown.convert` does it: trailing spaces off every line, runs of blank lines down to one.
     """
     stream_info = _markitdown_module().StreamInfo(
-        mimetype=fmt.mime, extension=f".{fmt.extension}", charset=charset, filename=filename
+        mimetype=fmt.mime, extension=f".{fmt.extension}", charset=charset, filename=filename, url=url
     )
-    result = _converter(fmt).convert(io.BytesIO(data), stream_info, **_MARKDOWNIFY_OPTIONS)
+    stream = io.BytesIO(data)
+    result = _converter_for(fmt, stream, stream_info).convert(stream, stream_info, **_MARKDOWNIFY_OPTIONS)
     title = result.title if isinstance(result.title, str) else None
     return MarkitdownResult(markdown=_normalise(str(result.markdown)), title=title)
 
 
 def load_markitdown() -> None:
     """Import markitdown and build every converter now, so a worker's first document does not pay for it."""
-    for fmt in _CONVERTER_CLASSES:
-        _converter(fmt)
+    for name in (*_CONVERTER_CLASSES.values(), *_SITE_CONVERTER_CLASSES):
+        _converter(name)
+
+
+def _converter_for(fmt: DocumentFormat, stream: io.BytesIO, stream_info: Any) -> Any:
+    """markitdown's converter for `fmt`; for HTML from a URL, the first site-aware one that accepts it."""
+    if fmt is DocumentFormat.HTML and stream_info.url:
+        for name in _SITE_CONVERTER_CLASSES:
+            # `accepts` must leave the stream where it found it (markitdown's own rule); these read only the URL.
+            if _converter(name).accepts(stream, stream_info):
+                return _converter(name)
+    return _converter(_CONVERTER_CLASSES[fmt])
 
 
 @functools.cache
@@ -75,10 +94,11 @@ def _markitdown_module() -> Any:
 
 
 @functools.cache
-def _converter(fmt: DocumentFormat) -> Any:
-    # One instance per format for the process's life: markitdown's converters keep no state between calls.
+def _converter(name: str) -> Any:
+    # One instance per class for the process's life: markitdown's converters keep no state between calls
+    # (the feed converter keeps the last call's options, which are always the same here).
     converters = importlib.import_module("markitdown.converters")
-    return getattr(converters, _CONVERTER_CLASSES[fmt])()
+    return getattr(converters, name)()
 
 
 def _normalise(markdown: str) -> str:

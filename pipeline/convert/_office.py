@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import codecs
+from urllib.parse import urlsplit
 
 from engines.contract import Error, UnsupportedError
 from pipeline.convert._archives import open_archive
+from pipeline.convert._chrome import without_chrome
 from pipeline.convert._compound import check_outlook_message
 from pipeline.convert._converter import converted, sniffed
 from pipeline.convert._documents import ConvertedDocument, RawDocument
 from pipeline.convert._failures import library_failure
+from pipeline.convert._feeds import feed_for_markitdown
 from pipeline.convert._limits import ConvertLimits
 from pipeline.convert._markitdown import MARKITDOWN_FORMATS, MarkitdownResult, load_markitdown, run_markitdown
 from pipeline.convert._pdf import pdf_text
@@ -17,16 +20,20 @@ from pipeline.convert._sheets import check_xls_cells, check_xlsx_cells
 from pipeline.sniff import DocumentFormat
 
 _ARCHIVES = frozenset({DocumentFormat.DOCX, DocumentFormat.XLSX, DocumentFormat.PPTX, DocumentFormat.EPUB})
+_FEEDS = frozenset({DocumentFormat.RSS, DocumentFormat.ATOM})
 _OFFICE_FORMATS = MARKITDOWN_FORMATS | {DocumentFormat.PDF}
+_WEB_SCHEMES = frozenset({"http", "https"})
 
 
 class OfficeConverter:
-    """PDF, Word, Excel (both), PowerPoint, EPUB, Outlook, notebooks, CSV and HTML (§10.5 "Office").
+    """PDF, Word, Excel (both), PowerPoint, EPUB, Outlook, notebooks, CSV, feeds and HTML (§10.5 "Office").
 
     Untrusted parsing: run it in a `ConverterPool` worker, which adds the time limit and the memory ceiling.
     Before any library sees the bytes, an archive's declared uncompressed size and a spreadsheet's dense
-    cell count are checked against `limits`. A PDF's pages are joined by one form feed each. markitdown is
-    imported on first use, so building the converter costs nothing in a process that never converts.
+    cell count are checked against `limits`. A PDF's pages are joined by one form feed each. HTML loses its
+    navigation chrome first, and a page whose origin is a web URL may be claimed by a site-aware converter;
+    an RSS 1.0 feed is read as the RSS 2.0 feed it amounts to. markitdown is imported on first use, so
+    building the converter costs nothing in a process that never converts.
     """
 
     name = "office"
@@ -55,7 +62,12 @@ class OfficeConverter:
     def _parse(self, raw: RawDocument, fmt: DocumentFormat) -> MarkitdownResult:
         try:
             self._check(raw, fmt)
-            return run_markitdown(fmt, raw.data, raw.filename, _charset(raw, fmt))
+            data, charset = raw.data, _charset(raw, fmt)
+            if fmt is DocumentFormat.HTML:
+                data, charset = without_chrome(data, charset)
+            elif fmt in _FEEDS:
+                data = feed_for_markitdown(raw, fmt)
+            return run_markitdown(fmt, data, raw.filename, charset, _web_origin(raw.origin))
         except (Error, MemoryError):
             raise
         except Exception as exc:
@@ -71,6 +83,17 @@ class OfficeConverter:
             check_xls_cells(raw, self._limits)
         elif fmt is DocumentFormat.MSG:
             check_outlook_message(raw)
+
+
+def _web_origin(origin: str | None) -> str | None:
+    """`origin` when it is an http or https URL (what site-aware converters and feed links may use), else None."""
+    if not origin:
+        return None
+    try:
+        scheme = urlsplit(origin).scheme.lower()
+    except ValueError:
+        return None
+    return origin if scheme in _WEB_SCHEMES else None
 
 
 def _charset(raw: RawDocument, fmt: DocumentFormat) -> str | None:

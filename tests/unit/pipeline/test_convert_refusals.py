@@ -49,7 +49,7 @@ def plain_zip() -> bytes:
     return buffer.getvalue()
 
 
-CONVERTS = "markdown, plain_text, html, code, pdf, docx, xlsx, pptx, epub, xls, msg, ipynb, csv"
+CONVERTS = "markdown, plain_text, html, code, pdf, docx, xlsx, pptx, epub, xls, msg, ipynb, csv, rss, atom"
 
 
 def refusal(raw: RawDocument, limits: ConvertLimits | None = None) -> Error:

@@ -57,6 +57,8 @@ PLAIN_ZIP = make_zip("readme.txt", "src/main.py")
         (F.MSG, "msg", "application/vnd.ms-outlook", "msg", False),
         (F.IPYNB, "ipynb", "application/x-ipynb+json", "ipynb", False),
         (F.CSV, "csv", "text/csv", "csv", False),
+        (F.RSS, "rss", "application/rss+xml", "rss", False),
+        (F.ATOM, "atom", "application/atom+xml", "atom", False),
         (F.IMAGE, "image", "image/*", "bin", False),
         (F.AUDIO, "audio", "audio/*", "bin", False),
         (F.UNKNOWN, "unknown", "application/octet-stream", "bin", False),
@@ -70,8 +72,8 @@ def test_formats(fmt: DocumentFormat, value: str, mime: str, extension: str, tex
     assert fmt.is_textual is textual
 
 
-def test_there_are_the_spec_nine_and_seven_more() -> None:
-    assert len(DocumentFormat) == 16
+def test_there_are_the_spec_nine_and_nine_more() -> None:
+    assert len(DocumentFormat) == 18
 
 
 # --- §10.3: the central directory ---
