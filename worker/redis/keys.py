@@ -15,9 +15,12 @@ must not see another's keys. Each key either expires or has a stated reason to l
 | `dlq:at`               | sorted set: letter key → `at` in µs      | capped with `dlq` (3)                      |
 | `dlq:units:{source}`   | sorted set, score 0: `unit␟stage`        | capped with `dlq` (3)                      |
 | `lease:{name}`         | string: owner token                      | the lease's TTL (SET NX PX) (4)            |
+| `holders:{name}`       | sorted set: token → deadline (epoch ms)  | the latest holder's deadline (4)           |
 | `mark:{name}`          | string: `1`                              | the TTL its setter gives (4)               |
 | `progress:{run}`       | hash: totals and counters                | `PROGRESS_TTL_S`, refreshed on each write  |
-| `tombstone:{scope}`    | string: erasure record JSON              | no TTL (5)                                 |
+| `tombstone:{scope}`    | hash: erasure id → `Tombstone` JSON      | no TTL (5)                                 |
+| `erasure:{id}`         | string: `ErasureReceipt` JSON            | no TTL (9)                                 |
+| `erasures`             | hash: request key → erasure id           | no TTL (9)                                 |
 | `workers`              | sorted set: worker → deadline (epoch s)  | `WORKER_HEARTBEAT_TTL_S` after a beat (6)  |
 | `celery:…`             | Celery's broker keys                     | Celery's own (7)                           |
 
@@ -29,14 +32,19 @@ must not see another's keys. Each key either expires or has a stated reason to l
    per-source index lets an ingest batch clear its units' letters with one range read each.
 4. Ownership ends by itself when its holder dies; only the holder's token releases or extends it.
    A mark is a note for a lease's holder ("sync again when done"), taken once, gone when it lapses.
-5. An erased source or account stays erased: queued and in-flight jobs check its tombstone. One
-   small key per erasure.
+   `holders:` is a shared lease (the running jobs of a source): holders past their deadline are
+   dropped as others come and go, and the key expires with the last one.
+5. An erased source or account stays erased: queued and in-flight jobs check its tombstone, so it
+   has no end. One small key per erased scope, a field per erasure of it.
 6. Members past their deadline are dropped on each beat; the key expires when no worker beats.
 7. kombu's `global_keyprefix`, so the queues carry ours too: acked messages leave, unacked ones
    return after `visibility_timeout`.
 8. Says how the other keys are laid out, so a store written by an older release is migrated once
    (`worker.state.redis_layout`); it lives as long as the state it describes. Layout 1 had
    `sig:{source}` (`size:mtime_ns:flags`) where layout 2 has `units:{source}`; the migration removes it.
+9. An erasure receipt is the audit record of what was erased, by whom and when: it outlives the
+   source's other keys and is kept for good (no item text in it). `erasures` points each request
+   (its target and kinds) at its receipt, so the same request again is answered with the first.
 
 `␟` is the unit separator `\\x1f`; a letter key is `source␟unit␟stage` (`DeadLetter.key`).
 """
@@ -76,9 +84,12 @@ SHAPES: tuple[KeyShape, ...] = (
     KeyShape("dlq:at", expires=False),
     KeyShape("dlq:units:{source}", expires=False),
     KeyShape("lease:{name}", expires=True),
+    KeyShape("holders:{name}", expires=True),
     KeyShape("mark:{name}", expires=True),
     KeyShape("progress:{run}", expires=True),
     KeyShape("tombstone:{scope}", expires=False),
+    KeyShape("erasure:{id}", expires=False),
+    KeyShape("erasures", expires=False),
     KeyShape("workers", expires=True),
     KeyShape("celery:{kombu}", expires=False),
 )
@@ -129,6 +140,9 @@ class Keys:
     def lease(self, name: str) -> str:
         return f"{self.prefix}lease:{name}"
 
+    def holders(self, name: str) -> str:
+        return f"{self.prefix}holders:{name}"
+
     def mark(self, name: str) -> str:
         return f"{self.prefix}mark:{name}"
 
@@ -137,6 +151,16 @@ class Keys:
 
     def tombstone(self, scope: str) -> str:
         return f"{self.prefix}tombstone:{scope}"
+
+    def erasure_prefix(self) -> str:
+        """What `erasure` puts before the id (scripts build that key from it)."""
+        return f"{self.prefix}erasure:"
+
+    def erasure(self, erasure_id: str) -> str:
+        return f"{self.erasure_prefix()}{erasure_id}"
+
+    def erasures(self) -> str:
+        return f"{self.prefix}erasures"
 
     def workers(self) -> str:
         return f"{self.prefix}workers"

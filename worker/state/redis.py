@@ -1,5 +1,6 @@
 """The state store on Redis, for the distributed pipeline; key shapes are in `worker.redis.keys`, the layout
-version and the migration of older keys in `worker.state.redis_layout`.
+version and the migration of older keys in `worker.state.redis_layout`, erasure receipts and tombstones in
+`worker.state.redis_erasures`, leases in `worker.redis.leases`.
 
 Multi-key writes are one MULTI/EXEC (manifest commits) or one Lua script (dead letters, removing
 a source), so a call never half-applies, as on SQLite. The scripts touch keys of several sources,
@@ -14,10 +15,13 @@ from contextlib import contextmanager
 import redis
 
 from sources import SourceEntry
+from worker.erasures import ErasureReceipt, ErasureRequest, Tombstone
 from worker.records import DeadLetter, ManifestEntry, SyncReport
 from worker.redis.client import check_bytes_client, describe, translated
 from worker.redis.keys import DEAD_LETTER_CAP, DEFAULT_PREFIX, UNIT_SEPARATOR, Keys
+from worker.redis.leases import Leases
 from worker.state.base import UnitState
+from worker.state.redis_erasures import RedisErasures
 from worker.state.redis_layout import parse_unit_flags, prepare, unit_flags
 
 _CHUNK = 1_000  # fields per HSET/HMGET/HDEL: bounded commands, all in the one MULTI or pipeline
@@ -110,6 +114,8 @@ class RedisStateStore:
         self._drop_letters = client.register_script(_DROP_LETTERS)
         self._purge_all = client.register_script(_PURGE_ALL_LETTERS)
         self._remove_source = client.register_script(_REMOVE_SOURCE)
+        self._erasures = RedisErasures(client, self.keys, self._where)
+        self._leases = Leases(client, prefix)
         with self._errors("checking the state's layout"):
             prepare(client, self.keys)
 
@@ -258,6 +264,29 @@ class RedisStateStore:
         with self._errors(f"reading the last sync of {source_id!r}"):
             body = self._client.get(self.keys.last_run(source_id))
         return None if body is None else SyncReport.model_validate_json(body)
+
+    # -- erasures and leases ------------------------------------------------------------------------
+
+    def open_erasure(self, request: ErasureRequest) -> ErasureReceipt:
+        return self._erasures.open_erasure(request)
+
+    def get_erasure(self, erasure_id: str) -> ErasureReceipt | None:
+        return self._erasures.get_erasure(erasure_id)
+
+    def put_erasure(self, receipt: ErasureReceipt) -> None:
+        self._erasures.put_erasure(receipt)
+
+    def unfinished_erasures(self) -> list[ErasureReceipt]:
+        return self._erasures.unfinished_erasures()
+
+    def put_tombstone(self, tombstone: Tombstone) -> None:
+        self._erasures.put_tombstone(tombstone)
+
+    def tombstones(self, scopes: Iterable[str]) -> list[Tombstone]:
+        return self._erasures.tombstones(scopes)
+
+    def leases(self) -> Leases:
+        return self._leases
 
 
 def _micros(letter: DeadLetter) -> int:

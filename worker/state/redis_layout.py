@@ -6,6 +6,9 @@ versions) kept a manifest entry's size and mtime in a `signature` object and a c
 a folder or file unit is exactly `size:mtime_ns`, in the manifest JSON and in `units:{source}`
 (`flags version`); a migrated manifest matches the next listing, so nothing is read again.
 
+Layout 3 adds key shapes (erasure receipts, tombstones, shared leases) and rewrites none, so a layout-2 store
+only has its `layout` key moved on.
+
 The first process to open a store migrates it under a lease; the others wait for the layout key. Each
 source's keys are rewritten in one MULTI/EXEC, so a migration cut short leaves every source either migrated or
 not, and the next process to open the store finishes it.
@@ -62,8 +65,10 @@ def prepare(client: redis.Redis, keys: Keys) -> None:
         token = leases.acquire(_LEASE, LEASE_S)
         if token is not None:
             try:
-                if _layout(client, keys) < STATE_LAYOUT:  # not done by the previous holder meanwhile
-                    _migrate(client, keys)
+                found = _layout(client, keys)
+                if found < STATE_LAYOUT:  # not done by the previous holder meanwhile
+                    if found < 2:
+                        _migrate(client, keys)
                     client.set(keys.layout(), str(STATE_LAYOUT))
             finally:
                 leases.release(_LEASE, token)

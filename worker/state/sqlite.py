@@ -1,23 +1,21 @@
 """The state store on SQLite, for embedded mode: one file beside the memory file (WAL, several processes).
 
-Its tables and the migration of older files are in `worker.state.sqlite_layout`.
+Its connection is `worker.state.sqlite_file`'s, its tables and the migration of older files are in
+`worker.state.sqlite_layout`, and the leases kept in the same file in `worker.state.sqlite_leases`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 
-from engines.contract import ConfigError, Error
 from sources import SourceEntry
+from worker.erasures import UNFINISHED, ErasureReceipt, ErasureRequest, Tombstone
 from worker.records import DeadLetter, ManifestEntry, SyncReport
 from worker.state.base import UnitState
-from worker.state.sqlite_layout import prepare
+from worker.state.sqlite_file import StateFile
+from worker.state.sqlite_leases import SqliteLeases
 
 _UPSERT_UNIT = (
     "INSERT OR REPLACE INTO manifest (source_id, unit_id, version, sha256, item_ids, stale, deleted) "
@@ -29,41 +27,17 @@ class SqliteStateStore:
     """`StateStore` on one SQLite file. Safe to share between threads and processes."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        path = Path(path)
-        self.path = path
-        self._lock = threading.Lock()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._conn.execute("PRAGMA busy_timeout = 60000")
-            with self._write() as conn:
-                prepare(conn, path)
-        except (sqlite3.DatabaseError, OSError) as err:
-            raise ConfigError(f"cannot open state file {path}: {err}") from err
-        except Error:
-            self._conn.close()
-            raise
+        self._file = StateFile(path)
+        self.path = self._file.path
+        self._write = self._file.write
+        self._read = self._file.read
+        self._leases = SqliteLeases(self._file)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._file.close()
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-    def _read(self, sql: str, params: Iterable[object] = ()) -> list[tuple[object, ...]]:
-        with self._lock:
-            return self._conn.execute(sql, tuple(params)).fetchall()
+    def leases(self) -> SqliteLeases:
+        return self._leases
 
     # -- source registry --------------------------------------------------------------------------
 
@@ -158,6 +132,62 @@ class SqliteStateStore:
     def last_sync(self, source_id: str) -> SyncReport | None:
         rows = self._read("SELECT body FROM runs WHERE source_id = ?", (source_id,))
         return SyncReport.model_validate_json(str(rows[0][0])) if rows else None
+
+    # -- erasures -----------------------------------------------------------------------------------
+
+    def open_erasure(self, request: ErasureRequest) -> ErasureReceipt:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT body FROM erasures WHERE key = ? AND status != 'failed' ORDER BY requested_at LIMIT 1",
+                (request.target.key,),
+            ).fetchone()
+            if row is not None:
+                return ErasureReceipt.model_validate_json(row[0])
+            receipt = ErasureReceipt.of(request)
+            conn.execute(_UPSERT_ERASURE, _erasure_row(receipt))
+        return receipt
+
+    def get_erasure(self, erasure_id: str) -> ErasureReceipt | None:
+        rows = self._read("SELECT body FROM erasures WHERE id = ?", (erasure_id,))
+        return ErasureReceipt.model_validate_json(str(rows[0][0])) if rows else None
+
+    def put_erasure(self, receipt: ErasureReceipt) -> None:
+        with self._write() as conn:
+            conn.execute(_UPSERT_ERASURE, _erasure_row(receipt))
+
+    def unfinished_erasures(self) -> list[ErasureReceipt]:
+        marks = ",".join("?" * len(UNFINISHED))
+        rows = self._read(
+            f"SELECT body FROM erasures WHERE status IN ({marks}) ORDER BY requested_at, id", sorted(UNFINISHED)
+        )
+        return [ErasureReceipt.model_validate_json(str(r[0])) for r in rows]
+
+    def put_tombstone(self, tombstone: Tombstone) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO tombstones (scope, erasure_id, body) VALUES (?, ?, ?)",
+                (tombstone.scope, tombstone.erasure_id, tombstone.model_dump_json()),
+            )
+
+    def tombstones(self, scopes: Iterable[str]) -> list[Tombstone]:
+        wanted = list(dict.fromkeys(scopes))
+        found: list[Tombstone] = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            rows = self._read(
+                f"SELECT body FROM tombstones WHERE scope IN ({','.join('?' * len(chunk))}) ORDER BY scope, erasure_id",
+                chunk,
+            )
+            found.extend(Tombstone.model_validate_json(str(r[0])) for r in rows)
+        return found
+
+
+_UPSERT_ERASURE = "INSERT OR REPLACE INTO erasures (id, key, status, requested_at, body) VALUES (?, ?, ?, ?, ?)"
+
+
+def _erasure_row(receipt: ErasureReceipt) -> tuple[object, ...]:
+    at = receipt.requested_at.isoformat()
+    return (receipt.id, receipt.target.key, receipt.status, at, receipt.model_dump_json())
 
 
 def _row(source_id: str, unit_id: str, entry: ManifestEntry) -> tuple[object, ...]:

@@ -3,7 +3,8 @@
 The layout version is the file's `PRAGMA user_version` (`STATE_LAYOUT`). Layout 1 (no version recorded, the
 releases before opaque unit versions) kept each unit's size and mtime in columns of its own, and each dead
 letter's; layout 2 keeps the reader's version string, which for a folder or file unit is exactly
-`size:mtime_ns`, so a migrated manifest matches the next listing and nothing is read again.
+`size:mtime_ns`, so a migrated manifest matches the next listing and nothing is read again. Layout 3 adds
+tables (erasure receipts, tombstones, leases) and changes none, so a layout-2 file only gains them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,17 @@ SCHEMA: Final = (
     "CREATE INDEX IF NOT EXISTS dead_letters_source ON dead_letters (source_id, unit_id)",
     "CREATE INDEX IF NOT EXISTS dead_letters_at ON dead_letters (at)",
     "CREATE TABLE IF NOT EXISTS runs (source_id TEXT PRIMARY KEY, body TEXT NOT NULL)",
+    # Layout 3: erasure receipts (kept for good), tombstones (kept for good) and leases.
+    "CREATE TABLE IF NOT EXISTS erasures ("
+    " id TEXT PRIMARY KEY, key TEXT NOT NULL, status TEXT NOT NULL, requested_at TEXT NOT NULL, body TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS erasures_key ON erasures (key, status)",
+    "CREATE INDEX IF NOT EXISTS erasures_status ON erasures (status, requested_at)",
+    "CREATE TABLE IF NOT EXISTS tombstones ("
+    " scope TEXT NOT NULL, erasure_id TEXT NOT NULL, body TEXT NOT NULL,"
+    " PRIMARY KEY (scope, erasure_id)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS leases ("
+    " name TEXT NOT NULL, token TEXT NOT NULL, shared INTEGER NOT NULL, expires_at REAL NOT NULL,"
+    " PRIMARY KEY (name, token)) WITHOUT ROWID",
 )
 
 
