@@ -1,18 +1,19 @@
 """The conversation source (spec §8.1): a folder of chat threads, each thread a unit read as turns.
 
 The folder is walked, contained, capped and watched exactly as a folder source is (`FolderReader`, selecting
-`*.json` and `*.jsonl` files unless the entry narrows it); `sources.threads` parses what is read. A file holding
-one thread (thread JSON, JSON lines) is the unit `<relative path>`, versioned as the folder versions it. An
-export holding many (ChatGPT's or Claude's `conversations.json`) is one unit per thread,
+`*.json` and `*.jsonl` files unless the entry names its own patterns); `sources.threads` parses what is read. A
+file holding one thread (thread JSON, JSON lines) is the unit `<relative path>`, versioned as the folder
+versions it. An export holding many (ChatGPT's or Claude's `conversations.json`) is one unit per thread,
 `<relative path>#<thread id>`, versioned by a hash of that thread's own record, so a thread that changes is read
 alone and one that disappears from the export is deleted alone. File names holding `#` are refused for that.
 
 Listing reads the first bytes of each selected file to tell an export (a JSON list) from a thread, and parses
-each export in full (bounded by the file cap). An export that cannot be read or parsed now is a `Skipped` entry,
-and the threads the host already holds from it are listed with the versions it holds (the `ConditionalSource`
-ability), so a half-written or broken export never deletes what was stored from it. A thread whose messages all
-have unknown roles is refused when read (a dead letter naming the roles); one with some keeps the others, drops
-those (spec §8.1) and logs how many it dropped.
+each export in full (bounded by the file cap). A file or folder the listing refuses (too large, a link, an
+unreadable folder, an export that cannot be parsed now) is a `Skipped` entry, and the units the host already
+holds from it are listed with the versions it holds (the `ConditionalSource` ability), so a half-written export
+or a file grown past the cap never deletes what was stored from it. A thread whose messages all have unknown
+roles is refused when read (a dead letter naming the roles); one with some keeps the others, drops those (spec
+§8.1) and logs how many it dropped.
 
 Reading an export's thread parses the file again, unless it is the file this reader parsed last and still has
 the same size and mtime: the units of one file are listed, and so read, one after the other.
@@ -116,8 +117,8 @@ class ConversationReader:
             found, refused = self._units_of(file, known)
             units.extend(found)
             skipped.extend(refused)
-        for refused_file in files.skipped:  # too large, a link, …: what was stored from it stays
-            units.extend(_known_threads(known, refused_file.unit_id))
+        for refused in files.skipped:  # too large, a link, an unreadable folder: what was stored from it stays
+            units.extend(_known_below(known, refused.unit_id))
         return Listing(
             units=tuple(sorted(units, key=lambda unit: unit.id)),
             skipped=tuple(sorted(skipped, key=lambda entry: entry.unit_id)),
@@ -171,7 +172,7 @@ class ConversationReader:
             try:
                 loaded = self._load(file.id)
             except Error as exc:
-                return _known_threads(known, file.id), [Skipped(file.id, exc.message)]
+                return _known_below(known, file.id), [Skipped(file.id, exc.message)]
             if isinstance(loaded.content, Export):
                 return _export_units(file, loaded.content)
         reason = thread_id_refusal(PurePosixPath(file.id).stem)
@@ -263,9 +264,13 @@ def _export_units(file: Unit, export: Export) -> tuple[list[Unit], list[Skipped]
     return units, refused
 
 
-def _known_threads(known: Mapping[str, str], path: str) -> list[Unit]:
-    prefix = f"{path}{THREAD_MARK}"
-    return [Unit(unit_id, version) for unit_id, version in known.items() if unit_id.startswith(prefix)]
+def _known_below(known: Mapping[str, str], path: str) -> list[Unit]:
+    """The units the host holds from `path`: the file itself, its threads, or, for a folder, what is below it."""
+    return [
+        Unit(unit_id, version)
+        for unit_id, version in known.items()
+        if unit_id == path or unit_id.startswith((f"{path}{THREAD_MARK}", f"{path}/"))
+    ]
 
 
 def _guarded(parse: Callable[[], _T], where: str) -> _T:

@@ -18,6 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from engines.contract import InvalidRequestError, NotFoundError, Role, SourceKind, ToolCallRef, Turn
+from pipeline.chunk import DEFAULT_WINDOW_TURNS
+from pipeline.items import ItemRules, assemble_items
 from sources import REGISTRY, RESCAN, ConditionalSource, ReaderOptions, SourceRequest, WatchableSource
 from sources import conversation as conversation_module
 from sources.conversation import ConversationReader, thread_id_refusal
@@ -580,6 +582,13 @@ def test_an_export_over_the_cap_keeps_the_threads_the_host_holds(tmp_path: Path)
     assert "over the 100 bytes file limit" in listing.skipped[0].reason
 
 
+def test_a_thread_file_grown_past_the_cap_keeps_what_the_host_holds(tmp_path: Path) -> None:
+    write(tmp_path, "t.json", {"messages": [{"role": "user", "content": "x" * 200}]})
+    listing = ConversationReader(tmp_path, max_file_bytes=100).list_units_since({"t.json": "9:9", "u.json": "1:1"})
+    assert [(u.id, u.version) for u in listing.units] == [("t.json", "9:9")]  # u.json is gone: not kept
+    assert [s.unit_id for s in listing.skipped] == ["t.json"]
+
+
 def test_reading_an_export_parses_it_once_while_it_is_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -613,6 +622,20 @@ def test_origin_metadata(tmp_path: Path) -> None:
     assert (meta.source.kind, meta.source.id, str(meta.namespace)) == (SourceKind.CONVERSATION, entry.id, "team:acme")
     assert (meta.workspace, meta.folder, meta.file_path) == (real, f"{real}/sub", f"{real}/sub/t.json")
     assert (meta.thread_id, meta.turns and (meta.turns.first, meta.turns.last)) == ("t", (0, 1))
+
+
+def test_a_thread_that_outgrows_one_window_keeps_its_first_item(tmp_path: Path) -> None:
+    # The origin's turn range {0, n-1} is what the first window of the grown thread carries too, so the item
+    # the whole thread was is the same item (the same fingerprint) as that first window.
+    def items(count: int) -> list[str]:
+        write(tmp_path, "t.jsonl", jsonl(*({"role": "user", "content": f"turn {n}"} for n in range(count))))
+        content = ConversationReader(tmp_path).read("t.jsonl")
+        assert content.turns is not None
+        return [item.fingerprint() for item in assemble_items(content.turns, content.origin, ItemRules()).items]
+
+    (whole,) = items(DEFAULT_WINDOW_TURNS)
+    first, _ = items(DEFAULT_WINDOW_TURNS + 1)
+    assert first == whole
 
 
 # -- configuring and watching -------------------------------------------------------------------------------
