@@ -109,14 +109,14 @@ class ConversationReader:
         return self.list_units_since({})
 
     def list_units_since(self, known: Mapping[str, str]) -> Listing:
-        """Every thread now; the `known` threads of an export that cannot be read now keep their versions."""
+        """Every thread now; what the host holds (`known`) from a file or folder refused now keeps its version."""
         files = self._files.list_units()
         units: list[Unit] = []
         skipped = list(files.skipped)
         for file in files.units:
-            found, refused = self._units_of(file, known)
+            found, not_offered = self._units_of(file, known)
             units.extend(found)
-            skipped.extend(refused)
+            skipped.extend(not_offered)
         for refused in files.skipped:  # too large, a link, an unreadable folder: what was stored from it stays
             units.extend(_known_below(known, refused.unit_id))
         return Listing(
