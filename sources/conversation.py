@@ -127,27 +127,13 @@ class ConversationReader:
     def read(self, unit_id: str) -> UnitContent:
         """One thread's turns, re-checking containment, selection and the cap, and parsing the file now."""
         path, mark, thread_id = unit_id.partition(THREAD_MARK)
-        if mark:
-            reason = thread_id_refusal(thread_id)
-            if reason is not None:
-                raise InvalidRequestError(f"cannot read '{unit_id}': thread id {thread_id!r} {reason}")
+        if mark and (reason := thread_id_refusal(thread_id)) is not None:
+            raise InvalidRequestError(f"cannot read '{unit_id}': thread id {thread_id!r} {reason}")
         loaded = self._load(path)
-        if isinstance(loaded.content, Export):
-            if not mark:
-                count = len(loaded.content.threads)
-                raise InvalidRequestError(f"cannot read '{path}': an export of {count} threads; read '{path}#<id>'")
-            exported = loaded.content.thread(thread_id)
-            if exported is None:
-                raise NotFoundError(f"thread {thread_id!r} is not in {path}")
-            thread, version = _guarded(lambda: exported_turns(exported, unit_id), unit_id), exported.version
+        if mark:
+            thread, version = _exported_thread(loaded, thread_id, unit_id)
         else:
-            if mark:
-                raise NotFoundError(f"thread {thread_id!r} is not in {path}: it holds one thread, unit '{path}'")
-            thread_id = PurePosixPath(path).stem
-            reason = thread_id_refusal(thread_id)
-            if reason is not None:
-                raise InvalidRequestError(f"cannot read '{path}': its thread id {thread_id!r} {reason}")
-            thread, version = loaded.content, loaded.version
+            thread_id, thread, version = _single_thread(loaded)
         if thread.dropped:
             dropped = ", ".join(f"{count} with role {role!r}" for role, count in thread.dropped)
             logger.warning("%s: messages of unknown roles dropped (%s)", unit_id, dropped)
@@ -197,7 +183,7 @@ class ConversationReader:
         """Whether `path` starts as an export does; False for anything unreadable, which reading reports."""
         try:
             fd = os.open(self.root / path, _PEEK_FLAGS)
-        except OSError:
+        except (OSError, ValueError):  # gone, unreadable, or a name no file can have
             return False
         # Only a hint for how to read the file: reading it goes through every containment check.
         try:
@@ -248,6 +234,30 @@ def _encodable(text: str) -> bool:
 def _is_export_head(head: bytes) -> bool:
     """Whether a file starting with `head` is an export (a JSON list); a thread file is an object or lines."""
     return head.removeprefix(_UTF8_BOM).lstrip().startswith(b"[")
+
+
+def _exported_thread(loaded: _Loaded, thread_id: str, unit_id: str) -> tuple[Thread, str]:
+    """Thread `thread_id` of the export `loaded` and its version; `NotFoundError` when the file holds no such
+    thread (or is not an export any more)."""
+    if not isinstance(loaded.content, Export):
+        raise NotFoundError(f"thread {thread_id!r} is not in {loaded.path}: it holds one thread, unit '{loaded.path}'")
+    exported = loaded.content.thread(thread_id)
+    if exported is None:
+        raise NotFoundError(f"thread {thread_id!r} is not in {loaded.path}")
+    return _guarded(lambda: exported_turns(exported, unit_id), unit_id), exported.version
+
+
+def _single_thread(loaded: _Loaded) -> tuple[str, Thread, str]:
+    """The thread id (the file stem), the thread and the version of a file holding one thread."""
+    path = loaded.path
+    if isinstance(loaded.content, Export):
+        count = len(loaded.content.threads)
+        raise InvalidRequestError(f"cannot read '{path}': an export of {count} threads; read '{path}#<id>'")
+    thread_id = PurePosixPath(path).stem
+    reason = thread_id_refusal(thread_id)
+    if reason is not None:
+        raise InvalidRequestError(f"cannot read '{path}': its thread id {thread_id!r} {reason}")
+    return thread_id, loaded.content, loaded.version
 
 
 def _export_units(file: Unit, export: Export) -> tuple[list[Unit], list[Skipped]]:
