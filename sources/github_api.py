@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
@@ -186,6 +187,8 @@ class GithubApi:
         )
         self._requester = client.requester
         self._lock = threading.Lock()
+        # Hosts drop readers without closing them; the pooled connections must not outlive the reader.
+        weakref.finalize(self, client.close)
 
     def get(self, route: str, shape: type[Model], *, what: str, params: Mapping[str, Any] | None = None) -> Model:
         """`GET /repos/{repo}/{route}` as `shape`; `what` names the thing read, in errors."""
