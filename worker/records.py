@@ -98,7 +98,8 @@ class SyncReport(_Record):
 
 
 class BatchReport(_Record):
-    """What one ingest batch did: units done, items stored, replayed and forgotten, units failed.
+    """What one ingest batch did: units done, items stored, replayed and forgotten, units failed, and units
+    dropped because their source or namespace was erased meanwhile (a tombstone).
 
     The batch counts into its report as it goes, so the report is not frozen; a misspelled count is still
     refused, on assignment as on construction.
@@ -113,6 +114,7 @@ class BatchReport(_Record):
     replayed: int = 0
     forgotten: int = 0
     failed: int = 0
+    dropped: int = 0
 
 
 class SyncOutcome(_Record):

@@ -17,6 +17,7 @@ import typer
 
 from worker.cli.cluster import register_cluster_commands
 from worker.cli.common import ConfigOption, JsonOption, load_settings
+from worker.cli.erase import register_erase_commands
 from worker.cli.mcp import register_mcp_command
 from worker.cli.memory import register_memory_commands
 from worker.cli.sources import register_source_commands
@@ -85,4 +86,5 @@ register_memory_commands(app)
 register_source_commands(app)
 register_cluster_commands(app)
 register_token_commands(app)
+register_erase_commands(app)
 register_mcp_command(app)

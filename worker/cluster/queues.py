@@ -8,7 +8,8 @@
 | `tm.erase`    | `run_erasure`                         | never             | an erasure must not lapse        |
 
 A worker consuming `tm.ingest` and `tm.backfill` polls them in turn, so a one-file edit waits for
-at most the batch each worker is busy with, never for a whole backfill.
+at most the batch each worker is busy with, never for a whole backfill. `tm.erase` is consumed only by
+erase workers (`tinymemory worker --queues tm.erase`), which no backfill keeps busy.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ DEFAULT_WORKER_QUEUES = (SYNC_QUEUE, INGEST_QUEUE, BACKFILL_QUEUE)
 
 SYNC_TASK = "tm.sync_source"
 INGEST_TASK = "tm.ingest_batch"
+ERASE_TASK = "tm.run_erasure"
 BEAT_TASK = "tm.beat_tick"
 
 

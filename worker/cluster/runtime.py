@@ -12,11 +12,22 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from engines.contract import MemoryEngine
+from kombu.exceptions import OperationalError
+
+from engines.contract import MemoryEngine, UnavailableError
 from pipeline.convert import ConverterPool
 from pipeline.scrub import SanitizationReport
 from sources import SourceReaders, register_kinds
-from worker.cluster.queues import BACKFILL_QUEUE, INGEST_QUEUE, INGEST_TASK, RULES, SYNC_QUEUE, SYNC_TASK
+from worker.cluster.queues import (
+    BACKFILL_QUEUE,
+    ERASE_QUEUE,
+    ERASE_TASK,
+    INGEST_QUEUE,
+    INGEST_TASK,
+    RULES,
+    SYNC_QUEUE,
+    SYNC_TASK,
+)
 from worker.jobs import JobContext, Progress
 from worker.records import Change, SyncOutcome
 from worker.redis.client import redis_from_url
@@ -145,3 +156,22 @@ class QueuedSyncs:
         listed = None if hints is None else sorted(hints)
         queued = enqueue_sync(self.app, self.leases, self.settings, source_id, hints=listed)
         return SyncOutcome(source_id=source_id, status="queued" if queued else "already_queued")
+
+
+class QueuedErasures:
+    """Queues erasures for the erase workers (a `worker.control.ErasureRunner`); `tm.erase` never lapses.
+
+    A message that cannot be sent leaves the receipt queued: asking for the same erasure again sends it.
+    """
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    async def submit(self, erasure_id: str) -> None:
+        try:
+            self.app.send_task(ERASE_TASK, args=[erasure_id], queue=ERASE_QUEUE, expires=RULES[ERASE_QUEUE].expires_s)
+        except OperationalError as err:
+            raise UnavailableError(
+                f"cannot queue erasure {erasure_id} ({type(err).__name__}); it stays queued: ask for it again "
+                "once the broker answers"
+            ) from err

@@ -3,6 +3,12 @@
 `ingest_batch` is idempotent (ids are fingerprints; units already committed are found unchanged),
 so a redelivered or retried batch replays instead of duplicating. A batch the engine keeps refusing
 as unavailable is retried with exponential backoff and jitter, then its units are dead-lettered.
+
+`run_erasure` is idempotent too (each step is saved in the receipt and skipped on a rerun). Its message
+leaves the queue only when the erasure has ended, completed or failed with a reason: a worker that dies
+mid-erasure gives it back (late acks, rejected on a lost worker), and a failure the job could not settle
+(the state or the engine unavailable beyond its own retries) is retried with backoff, up to
+`ERASE_MAX_RETRIES`, after which the erasure is failed with that reason.
 """
 
 from __future__ import annotations
@@ -14,10 +20,10 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from engines.contract import UnavailableError
+from engines.contract import NotFoundError, UnavailableError
 from worker import jobs
 from worker.cluster.metrics import record_batch
-from worker.cluster.queues import BEAT_TASK, INGEST_TASK, SYNC_TASK
+from worker.cluster.queues import BEAT_TASK, ERASE_TASK, INGEST_TASK, SYNC_TASK
 from worker.cluster.runtime import ClusterRuntime, enqueue_sync, sync_again, sync_lease
 from worker.logs import job_fields
 from worker.records import Change, DeadLetter
@@ -28,6 +34,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 INGEST_MAX_RETRIES = 12
+ERASE_MAX_RETRIES = 60
 _RETRY_BASE_S = 1.0
 _RETRY_CAP_S = 60.0
 
@@ -52,13 +59,19 @@ def run_sync(app: Celery, source_id: str, hints: list[str] | None, token: str | 
     lease = sync_lease(source_id)
     try:
         with job_fields(source_id=source_id, run_id=run_id):
-            asyncio.run(jobs.sync_source(rt.context_for(run_id), source_id, hints))
+            asyncio.run(_sync(rt.context_for(run_id), source_id, hints))
     finally:
         if token is not None:
             rt.leases.release(lease, token)
         # A sync asked for while this one was queued or running: run it now, so no change is missed.
         if rt.leases.take_mark(sync_again(source_id)):
             enqueue_sync(app, rt.leases, rt.settings, source_id)
+
+
+async def _sync(ctx: jobs.JobContext, source_id: str, hints: list[str] | None) -> None:
+    # The sync holds its source's job lease (as each batch does), so an erasure waits for it to end.
+    async with ctx.running(source_id):
+        await jobs.sync_source(ctx, source_id, hints)
 
 
 def run_ingest(task: Task[Any, None], source_id: str, changes: list[dict[str, Any]], run_id: str | None) -> None:
@@ -94,6 +107,23 @@ def _dead_letter_batch(rt: ClusterRuntime, source_id: str, changes: list[Change]
             )
 
 
+def run_erase(task: Task[Any, None], erasure_id: str) -> None:
+    rt = runtime(task.app)
+    final = task.request.retries >= ERASE_MAX_RETRIES
+    try:
+        with job_fields(erasure_id=erasure_id):
+            receipt = asyncio.run(jobs.run_erasure(rt.context, erasure_id, give_up=final))
+            logger.info("erasure %s: %s", erasure_id, receipt.status)
+    except NotFoundError as err:
+        logger.error("erasure %s not run: %s", erasure_id, err)
+    except Exception as err:
+        if final:
+            logger.error("erasure %s given up after %d retries: %s", erasure_id, task.request.retries, err)
+            return
+        logger.warning("erasure %s retried: %s", erasure_id, err)
+        raise task.retry(exc=err, countdown=retry_delay(task.request.retries), max_retries=ERASE_MAX_RETRIES) from err
+
+
 def run_beat_tick(app: Celery) -> int:
     """Queue a sync of every polled source whose interval has passed; how many were queued."""
     rt = runtime(app)
@@ -122,6 +152,10 @@ def register(app: Celery) -> None:
         self: Task[Any, None], source_id: str, changes: list[dict[str, Any]], run_id: str | None = None
     ) -> None:
         run_ingest(self, source_id, changes, run_id)
+
+    @app.task(name=ERASE_TASK, bind=True, ignore_result=True, shared=False)
+    def run_erasure(self: Task[Any, None], erasure_id: str) -> None:
+        run_erase(self, erasure_id)
 
     @app.task(name=BEAT_TASK, ignore_result=True, shared=False)
     def beat_tick() -> int:

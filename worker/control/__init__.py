@@ -8,15 +8,18 @@ source id, a target its kind cannot read) is a contract error whose message says
               remove_source, sync_now
     status    status
     letters   dead_letters, letter_id, replay_dead_letter, replay_dead_letters, purge_dead_letters
+    erasures  request_erasure, erasure_status (an `ErasureRunner` runs them: here, or the erase workers)
     tokens    add_token, list_tokens, revoke_token, authenticate, check_listen
 
 `Services` (`control.services`) opens what they run against from the settings.
 """
 
 from sources import SourceEntry, SourceRequest
+from worker.control.erasures import CLI_CALLER, erasure_status, request_erasure
 from worker.control.letters import dead_letters, letter_id, purge_dead_letters, replay_dead_letter, replay_dead_letters
 from worker.control.results import (
     ClusterProbe,
+    ErasureRunner,
     Replay,
     SourceDetail,
     SourceKindInfo,
@@ -47,13 +50,18 @@ from worker.control.tokens import (
     list_tokens,
     revoke_token,
 )
+from worker.erasures import ErasureReceipt, ErasureTarget
 from worker.records import DeadLetter, SyncOutcome
 from worker.tokens import TokenStore
 
 __all__ = [
+    "CLI_CALLER",
     "Caller",
     "ClusterProbe",
     "DeadLetter",
+    "ErasureReceipt",
+    "ErasureRunner",
+    "ErasureTarget",
     "NewToken",
     "Replay",
     "Services",
@@ -74,6 +82,7 @@ __all__ = [
     "check_listen",
     "dead_letters",
     "ensure_local_source",
+    "erasure_status",
     "get_source",
     "letter_id",
     "list_sources",
@@ -82,6 +91,7 @@ __all__ = [
     "remove_source",
     "replay_dead_letter",
     "replay_dead_letters",
+    "request_erasure",
     "revoke_token",
     "served",
     "share",

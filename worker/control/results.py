@@ -18,6 +18,16 @@ class SyncRunner(Protocol):
     async def request_sync(self, source_id: str, hints: Sequence[str] | None = None) -> SyncOutcome: ...
 
 
+class ErasureRunner(Protocol):
+    """Runs erasures: as tasks of this process (embedded) or on the erase workers' queue (distributed).
+
+    `submit` returns once the erasure is handed over, never when it ends; handing over the same id twice
+    is harmless (the second run finds it done).
+    """
+
+    async def submit(self, erasure_id: str) -> None: ...
+
+
 class ClusterProbe(Protocol):
     """What a distributed pipeline adds to a status: its queues and the workers that answer."""
 

@@ -6,7 +6,7 @@ from typing import TypeVar
 
 from engines.contract import MemoryEngine
 from sources import register_kinds
-from worker.control.results import ClusterProbe, SyncRunner
+from worker.control.results import ClusterProbe, ErasureRunner, SyncRunner
 from worker.services import Closeable, open_engine, open_state
 from worker.settings import Settings
 from worker.state.base import StateStore
@@ -29,12 +29,13 @@ class Services:
         state: StateStore | None = None,
         engine: MemoryEngine | None = None,
         runner: SyncRunner | None = None,
+        erasures: ErasureRunner | None = None,
     ) -> None:
         """Parts given here (a running runtime's) are used as they are and not closed by `close`."""
         register_kinds(settings.source_kinds)
         self.settings = settings
-        self._given = (state, engine, runner)
-        self._state, self._engine, self._runner = state, engine, runner
+        self._given = (state, engine, runner, erasures)
+        self._state, self._engine, self._runner, self._erasures = state, engine, runner, erasures
         self._opened: list[Closeable] = []
 
     def __enter__(self) -> Services:
@@ -60,6 +61,18 @@ class Services:
             self._runner = self._open_runner()
         return self._runner
 
+    def erasures(self) -> ErasureRunner:
+        """Where erasures run: queued for the erase workers with Redis state, else in this process, over
+        this object's state and engine (`embedded()` tells which)."""
+        if self._erasures is None:
+            self._erasures = self._open_erasures()
+        return self._erasures
+
+    @property
+    def embedded(self) -> bool:
+        """Whether erasures (and syncs) run in this process: the state is SQLite."""
+        return self.settings.state != "redis"
+
     def probe(self) -> ClusterProbe | None:
         if self.settings.state != "redis":
             return None
@@ -70,7 +83,7 @@ class Services:
     def close(self) -> None:
         """Close everything opened, newest first, even when one of them fails (the first failure is raised)."""
         opened, self._opened = self._opened, []
-        self._state, self._engine, self._runner = self._given
+        self._state, self._engine, self._runner, self._erasures = self._given
         failure: Exception | None = None
         for resource in reversed(opened):
             try:
@@ -95,6 +108,16 @@ class Services:
         from worker.embedded import EmbeddedRuntime
 
         return self._keep(EmbeddedRuntime(self.settings, state=self.state(), engine=self.engine()))
+
+    def _open_erasures(self) -> ErasureRunner:
+        if self.settings.state == "redis":
+            from worker.cluster.app import create_app
+            from worker.cluster.runtime import QueuedErasures
+
+            return QueuedErasures(create_app(self.settings))
+        from worker.embedded import InProcessErasures
+
+        return InProcessErasures.over(self.state(), self.engine())
 
 
 _SHARED: list[Services] = []

@@ -15,6 +15,7 @@ from engines.contract import (
     Reach,
 )
 from sources import REGISTRY, SourceConfigKind, SourceEntry, SourceRegistry, SourceRequest, local_request
+from worker.control.erasures import refuse_erased
 from worker.control.results import SourceDetail, SourceKindInfo, SourceRemoval, SyncRunner
 from worker.records import SyncOutcome
 from worker.state.base import StateStore
@@ -43,8 +44,9 @@ def source_kinds(registry: SourceRegistry = REGISTRY) -> list[SourceKindInfo]:
 
 def add_source(state: StateStore, request: SourceRequest, registry: SourceRegistry = REGISTRY) -> SourceEntry:
     """Configure a source; its kind checks the target. The same request again returns the same entry; a
-    different source under a taken id is refused."""
+    different source under a taken id is refused, and so is an erased one."""
     entry = registry.configure(request)
+    refuse_erased(state, entry, "add")
     existing = state.get_source(entry.id)
     if existing is not None and existing != entry:
         raise InvalidRequestError(
@@ -56,9 +58,10 @@ def add_source(state: StateStore, request: SourceRequest, registry: SourceRegist
 
 
 def ensure_local_source(state: StateStore, path: Path) -> SourceEntry:
-    """The source for a folder or file given on the command line, configured on first use."""
+    """The source for a folder or file given on the command line, configured on first use (not once erased)."""
     entry = REGISTRY.configure(local_request(path))
     existing = state.get_source(entry.id)
+    refuse_erased(state, existing or entry, "sync")
     if existing is not None:
         return existing
     state.put_source(entry)
@@ -118,6 +121,7 @@ async def _forget_items(state: StateStore, engine: MemoryEngine, entry: SourceEn
 async def sync_now(
     state: StateStore, runner: SyncRunner, source_id: str, hints: Sequence[str] | None = None
 ) -> SyncOutcome:
-    """Sync a source now (run here or queued, as the runner does); `hints` narrows it to those unit ids."""
-    get_source(state, source_id)
+    """Sync a source now (run here or queued, as the runner does); `hints` narrows it to those unit ids.
+    An erased source (being erased: it is purged once done) is refused."""
+    refuse_erased(state, get_source(state, source_id), "sync")
     return await runner.request_sync(source_id, hints)

@@ -1,7 +1,9 @@
 """Embedded mode: everything in one process under one data directory.
 
-SQLite state, the configured engine, a converter pool, a text pool and the in-process dispatcher; the job
-functions are the ones the Celery workers run.
+SQLite state, the configured engine, a converter pool, a text pool, the in-process dispatcher and the
+in-process erasures; the job functions are the ones the Celery workers run. A sync holds its source's job
+lease, as each batch does, so an erasure (here or in another process on the same data directory) waits for
+it; the first sync a runtime runs first resumes any erasure a stopped process left unfinished.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from engines.contract import MemoryEngine
 from pipeline.convert import ConverterPool
 from sources import SourceReaders, register_kinds
 from worker.embedded.dispatch import InProcessDispatcher
+from worker.embedded.erasures import InProcessErasures
 from worker.embedded.textpool import TextPool
 from worker.jobs import JobContext, Progress, sync_source
 from worker.records import BatchReport, SyncOutcome, SyncReport
@@ -62,6 +65,8 @@ class EmbeddedRuntime:
             text_pool=self.text_pool,
         )
         self.dispatcher.bind(self.context)
+        self.erasures = InProcessErasures(self.context)
+        self._resumed = False
 
     def __enter__(self) -> EmbeddedRuntime:
         return self
@@ -81,8 +86,12 @@ class EmbeddedRuntime:
 
     async def sync(self, source_id: str, hints: Iterable[str] | None = None) -> tuple[SyncReport, list[BatchReport]]:
         """Sync one source now; returns the sync and the reports of the batches it ran."""
+        if not self._resumed:
+            self._resumed = True
+            await self.erasures.resume()
         self.dispatcher.reports = []
-        report = await sync_source(self.context, source_id, hints)
+        async with self.context.running(source_id):
+            report = await sync_source(self.context, source_id, hints)
         await self.dispatcher.drain()
         return report, list(self.dispatcher.reports)
 

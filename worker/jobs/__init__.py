@@ -4,13 +4,16 @@
                                    against the manifest, hand the changes to the dispatcher in batches
     ingest_batch  (`jobs.ingest`)  one batch through read → convert → items → store_many, checkpointed
                                    after every acknowledged call
+    run_erasure   (`jobs.erase`)   erase a source or a namespace subtree: tombstone, drain the running
+                                   jobs' leases, erase or forget, purge the state, verify, receipt
 
-Both are idempotent: item ids are fingerprints and the manifest is committed only after the engine
+All three are idempotent: item ids are fingerprints and the manifest is committed only after the engine
 acknowledged, so a redelivered job is a replay. `JobContext` (`jobs.context`) names what a runtime provides
 as small protocols; the embedded and the Celery runtimes build one each.
 """
 
 from worker.jobs.context import (
+    JOB_LEASE_S,
     Converter,
     Dispatcher,
     JobContext,
@@ -19,17 +22,22 @@ from worker.jobs.context import (
     Readers,
     TextPreparer,
     WarmableConverter,
+    job_lease,
 )
+from worker.jobs.erase import ErasureContext, ErasureSettings, erasure_lease, run_erasure
 from worker.jobs.ingest import MIN_TEXT_UNITS, ingest_batch, needs_converter_worker
 from worker.jobs.prepared import Prepared, TextJob, UnitReading, UnitStageError
 from worker.jobs.sync import MAX_BATCH_CHANGES, diff_delta, diff_units, sync_source
 from worker.jobs.units import read_text_unit, read_unit
 
 __all__ = [
+    "JOB_LEASE_S",
     "MAX_BATCH_CHANGES",
     "MIN_TEXT_UNITS",
     "Converter",
     "Dispatcher",
+    "ErasureContext",
+    "ErasureSettings",
     "JobContext",
     "PipelineSettings",
     "Prepared",
@@ -42,9 +50,12 @@ __all__ = [
     "WarmableConverter",
     "diff_delta",
     "diff_units",
+    "erasure_lease",
     "ingest_batch",
+    "job_lease",
     "needs_converter_worker",
     "read_text_unit",
     "read_unit",
+    "run_erasure",
     "sync_source",
 ]

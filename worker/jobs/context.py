@@ -6,8 +6,10 @@ which dispatcher, converter, state store or text preparer they were given.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -20,9 +22,18 @@ from pipeline.scrub import SanitizationReport
 from sources import ReaderOptions, SourceEntry, SourceKindEntry, SourceReader
 from worker.jobs.prepared import Prepared, TextJob
 from worker.records import Change, DeadLetter
-from worker.state.base import StateStore
+from worker.state.base import LeaseStore, StateStore
 
 logger = logging.getLogger(__name__)
+
+JOB_LEASE_S = 30.0
+"""How long a running job's hold on its source lasts unless renewed (every third of it while the job runs):
+a job that dies lets an erasure waiting for it go on after this long at most."""
+
+
+def job_lease(source_id: str) -> str:
+    """The shared lease every running sync and ingest job of a source holds (an erasure waits for them)."""
+    return f"jobs:{source_id}"
 
 
 class Converter(Protocol):
@@ -135,3 +146,30 @@ class JobContext:
             raise AssertionError("unreachable: tenacity either returns or re-raises")
 
         return store_many
+
+    @asynccontextmanager
+    async def running(self, source_id: str, ttl_s: float = JOB_LEASE_S) -> AsyncIterator[None]:
+        """Hold the source's job lease while the block runs, renewed in the background.
+
+        Take it before reading the source's tombstones: an erasure writes its tombstone before it looks at
+        who holds the lease, so a job either is among those it waits for or sees the tombstone.
+        """
+        leases = self.state.leases()
+        name = job_lease(source_id)
+        token = leases.join(name, ttl_s)
+        renewing = asyncio.create_task(_renew(leases, name, token, ttl_s))
+        try:
+            yield
+        finally:
+            renewing.cancel()
+            leases.leave(name, token)
+
+
+async def _renew(leases: LeaseStore, name: str, token: str, ttl_s: float) -> None:
+    while True:
+        await asyncio.sleep(ttl_s / 3)
+        try:
+            if not leases.renew(name, token, ttl_s):
+                logger.warning("the job lease %s had lapsed (the loop was held up); held again", name)
+        except Error as err:  # the state blinked: the next renewal may reach it, still within the lease
+            logger.warning("renewing the job lease %s failed: %s", name, err)

@@ -9,21 +9,31 @@ naming the old ids as stale, then those are forgotten and the entry cleared. A c
 leaves either the old copy or the new one findable, never none, and a stale list the next sync
 sweeps. Ids are fingerprints, so redoing any step is a replay. One unit's failure is a dead letter;
 the rest of the batch proceeds.
+
+An erased source or namespace stays erased: the batch holds its source's job lease (`JobContext.running`)
+and reads the tombstones over what it stores when it starts and again right before each `store_many`. A
+tombstone found at the start drops the whole batch; one found later drops what is not yet stored (what
+is, the erasure, which waits for the lease, erases). Items of an erased kind are left out. A batch queued
+before an erasure drops itself the same way, which is all the purging a queued job needs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from engines.contract import Error, ForgetTarget, ItemId, UnavailableError
+from engines.contract import Error, ForgetTarget, Item, ItemId, Namespace, StoreReceipt, UnavailableError
 from pipeline.batch import StoredUnit, UnitItems, store_units
 from pipeline.sniff import DocumentFormat, sniff
 from sources import SourceEntry, SourceReader
+from worker.erasures import Tombstone, covering, refusing, scopes_over
 from worker.jobs.context import JobContext, WarmableConverter
 from worker.jobs.prepared import Prepared, TextJob, UnitReading, UnitStageError
 from worker.jobs.units import read_unit
 from worker.records import BatchReport, Change, DeadLetter, ManifestEntry
+
+logger = logging.getLogger(__name__)
 
 MIN_TEXT_UNITS = 32
 """Fewer text units than this in a batch are prepared in place: a round trip to other processes costs more."""
@@ -33,12 +43,28 @@ _TEXT_FORMATS = frozenset(
 
 
 async def ingest_batch(ctx: JobContext, source_id: str, changes: Sequence[Change]) -> BatchReport:
-    """Bring the engine in line with one batch of changes and commit the manifest as it goes."""
-    entry = ctx.state.get_source(source_id)
-    if entry is None:
-        return BatchReport(source_id=source_id)
+    """Bring the engine in line with one batch of changes and commit the manifest as it goes; nothing when
+    the source is gone or erased (`dropped` counts the units of a batch a tombstone stopped)."""
+    async with ctx.running(source_id):
+        entry = ctx.state.get_source(source_id)
+        if entry is None:
+            return BatchReport(source_id=source_id)
+        guard = _Guard(ctx, entry)
+        erased = refusing(guard.look([entry.placed_at()]))
+        if erased is not None:
+            logger.info("batch of %s dropped: erased by %s", source_id, erased.erasure_id)
+            return BatchReport(source_id=source_id, dropped=len(changes))
+        try:
+            return await _ingest(ctx, entry, changes, guard)
+        except _Erased as stop:
+            logger.info("batch of %s stopped: erased by %s", source_id, stop.tombstone.erasure_id)
+            return stop.report
+
+
+async def _ingest(ctx: JobContext, entry: SourceEntry, changes: Sequence[Change], guard: _Guard) -> BatchReport:
+    source_id = entry.id
     previous = ctx.state.manifest_entries(source_id, [c.unit_id for c in changes])
-    batch = _Batch(ctx, source_id, previous)
+    batch = _Batch(ctx, source_id, previous, guard)
     await batch.delete([c.unit_id for c in changes if c.action == "delete"])
     upserts = [c for c in changes if c.action == "upsert"]
     documents: list[Change] = []
@@ -107,13 +133,56 @@ async def _settled(unit: Prepared) -> UnitReading:
     raise unit.failure or RuntimeError(f"{unit.change.unit_id}: the text pool returned neither items nor a failure")
 
 
+class _Erased(Exception):  # noqa: N818 - a signal, not an error: the batch ends early on purpose
+    """A tombstone appeared while the batch was storing: it stops, reporting what it did."""
+
+    def __init__(self, tombstone: Tombstone, report: BatchReport) -> None:
+        super().__init__(tombstone.erasure_id)
+        self.tombstone = tombstone
+        self.report = report
+
+
+class _Guard:
+    """Reads the tombstones over what a batch of one source stores (its source and their namespaces)."""
+
+    def __init__(self, ctx: JobContext, entry: SourceEntry) -> None:
+        self.ctx = ctx
+        self.entry = entry
+
+    def look(self, namespaces: list[Namespace]) -> list[Tombstone]:
+        return self.ctx.state.tombstones(scopes_over(self.entry.id, namespaces))
+
+    def first(self, items: Sequence[Item]) -> Tombstone | None:
+        """The first tombstone, read now, that forbids storing one of `items`."""
+        tombstones = self.look(list({item.meta.namespace for item in items}))
+        if not tombstones:
+            return None
+        return next(
+            (t for i in items if (t := covering(tombstones, self.entry.id, i.meta.namespace, i.item_kind))), None
+        )
+
+    def kept(self, units: list[UnitItems]) -> list[UnitItems]:
+        """`units` without their items of an erased kind (a whole erasure has stopped the batch already)."""
+        tombstones = self.look(list({item.meta.namespace for unit in units for item in unit.items}))
+        if not tombstones:
+            return units
+        return [
+            UnitItems(
+                u.unit_id,
+                [i for i in u.items if not covering(tombstones, self.entry.id, i.meta.namespace, i.item_kind)],
+            )
+            for u in units
+        ]
+
+
 class _Batch:
     """One ingest batch: the manifest entries it started from, what it committed, its tallies."""
 
-    def __init__(self, ctx: JobContext, source_id: str, previous: dict[str, ManifestEntry]) -> None:
+    def __init__(self, ctx: JobContext, source_id: str, previous: dict[str, ManifestEntry], guard: _Guard) -> None:
         self.ctx = ctx
         self.source_id = source_id
         self.previous = previous
+        self.guard = guard
         self.pending: dict[str, ManifestEntry] = {}
         self.committed: set[str] = set()
         self.changes: dict[str, Change] = {}
@@ -139,8 +208,9 @@ class _Batch:
         return UnitItems(unit_id, items)
 
     async def store(self, units: list[UnitItems]) -> None:
+        units = self.guard.kept(units)
         try:
-            outcome = await store_units(self.ctx.engine, units, self._committed, self.ctx.retrying_store_many())
+            outcome = await store_units(self.ctx.engine, units, self._committed, self._guarded(units))
         except UnavailableError as err:
             # Still unavailable after the retries: what was acknowledged is committed; the rest waits,
             # as a dead letter (embedded) or as the task's own retry (Celery).
@@ -151,6 +221,21 @@ class _Batch:
             return
         for unit_id, error in outcome.failed:
             self._dead(unit_id, "store", error)
+
+    def _guarded(self, units: list[UnitItems]) -> Callable[[list[Item]], Awaitable[list[StoreReceipt]]]:
+        """The retrying `store_many`, looking at the tombstones right before each call: an erasure that began
+        meanwhile stops the batch before anything more is stored."""
+        store_many = self.ctx.retrying_store_many()
+
+        async def guarded(items: list[Item]) -> list[StoreReceipt]:
+            tombstone = self.guard.first(items)
+            if tombstone is not None:
+                report = self.report()
+                report.dropped = len({u.unit_id for u in units} - self.committed)
+                raise _Erased(tombstone, report)
+            return await store_many(items)
+
+        return guarded
 
     async def _committed(self, stored: list[StoredUnit]) -> None:
         """The checkpoint after an acknowledged call: commit, forget what became stale, clear it."""

@@ -4,6 +4,7 @@ A unit is new or changed when its listed version differs from the manifest's (or
 has clean-up to finish), and gone when the source no longer lists it. An `IncrementalSource` with a cursor
 from the last complete sync is asked only for what changed since; when it cannot say, everything is listed.
 Dead letters follow the listing: a unit that failed as it is now is held back until its version moves.
+A source whose tombstone (or its namespace's) erases every kind is not synced.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sources import ConditionalSource, Delta, IncrementalSource, Listing, Skipped, SourceReader, Unit
+from worker.erasures import refusing, scopes_over
 from worker.jobs.context import JobContext
 from worker.records import Change, DeadLetter, SyncReport
 from worker.state.base import UnitState
@@ -42,6 +44,9 @@ async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | No
     """
     entry = ctx.state.get_source(source_id)
     if entry is None or not entry.enabled:
+        return SyncReport(source_id=source_id)
+    # An erased source is refused, recording nothing: its state is being purged (or already was).
+    if refusing(ctx.state.tombstones(scopes_over(source_id, [entry.placed_at()]))) is not None:
         return SyncReport(source_id=source_id)
     reader = ctx.readers.reader_for(entry)
     states = ctx.state.unit_states(source_id)
