@@ -40,7 +40,17 @@ from engines.contract import EngineError, InvalidRequestError, NotFoundError, So
 from sources._local import REASON_SYMLINK, over_cap_reason
 from sources.base import Delta, Listing, ReaderOptions, Skipped, Unit, UnitContent
 from sources.config import SourceConfigKind, SourceEntry, SourceRequest, configured_entry
-from sources.github_api import Blob, BranchInfo, Comparison, GithubApi, RepoInfo, Tree, TreeEntry, web_origin
+from sources.github_api import (
+    Blob,
+    BranchInfo,
+    Comparison,
+    GithubApi,
+    RepoInfo,
+    TokenChoice,
+    Tree,
+    TreeEntry,
+    web_origin,
+)
 from sources.github_history import ENTRY_LIMITS, EXTRA_OF_KIND, EXTRAS, HistoryLimits, RepoHistory
 from sources.registry import KindSpec
 from sources.selection import (
@@ -56,6 +66,8 @@ from sources.selection import (
 FILE: Final = "file"
 REASON_SUBMODULE: Final = "submodule (not read)"
 
+NO_TOKEN: Final = TokenChoice()
+
 # GitHub lists at most this many files in a comparison; a comparison listing that many may have left some out.
 COMPARE_FILE_LIMIT: Final = 300
 
@@ -70,7 +82,6 @@ _REPO_FORMS: Final = (
 )
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BAD_BRANCH: Final = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|^[-/]|/$")
-_NO_TOKEN: Final = "whether the repository needs a token (none was given)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +125,7 @@ class _Head:
 class GithubReader:
     """Lists and reads one repository branch's files, and the history extras the entry asks for.
 
-    Built from a configured entry; `token` is the one to send (None: unauthenticated) and `token_hint` says
-    where it came from, for the message of a refused one. Also an `IncrementalSource`.
+    Built from a configured entry, with the token to send (none by default). Also an `IncrementalSource`.
     """
 
     kind = SourceConfigKind.GITHUB_REPO
@@ -125,8 +135,7 @@ class GithubReader:
         entry: SourceEntry,
         options: ReaderOptions | None = None,
         *,
-        token: str | None = None,
-        token_hint: str = _NO_TOKEN,
+        token: TokenChoice = NO_TOKEN,
         limits: HistoryLimits = ENTRY_LIMITS,
     ) -> None:
         options = options or ReaderOptions()
@@ -139,7 +148,6 @@ class GithubReader:
             options.github_api_url,
             self.repo.full_name,
             token=token,
-            token_hint=token_hint,
             timeout_s=options.fetch_timeout_s,
             user_agent=options.user_agent,
         )
@@ -412,24 +420,22 @@ def _configure(request: SourceRequest) -> SourceEntry:
     )
 
 
-def _token(entry: SourceEntry, options: ReaderOptions) -> tuple[str | None, str]:
-    """The token to send and where it came from. The entry names an environment variable rather than holding
-    a secret, so it is read here, in the process that reads the source, when its reader is built."""
+def _token(entry: SourceEntry, options: ReaderOptions) -> TokenChoice:
+    """The token of a source. The entry names an environment variable rather than holding a secret, so it is
+    read here, in the process that reads the source, when its reader is built."""
     if entry.token_env:
         value = os.environ.get(entry.token_env, "").strip()
         if not value:
-            raise InvalidRequestError(
-                f"github source {entry.id}: the environment variable {entry.token_env} (token_env) is not set"
-            )
-        return value, f"the token in ${entry.token_env}"
+            missing = f"github source {entry.id}: the environment variable {entry.token_env} (token_env) is not set"
+            return TokenChoice(missing=missing)
+        return TokenChoice(value, f"the token in ${entry.token_env}")
     if options.github_token:
-        return options.github_token, "the github_token setting"
-    return None, _NO_TOKEN
+        return TokenChoice(options.github_token, "the github_token setting")
+    return TokenChoice()
 
 
 def _build(entry: SourceEntry, options: ReaderOptions) -> GithubReader:
-    token, hint = _token(entry, options)
-    return GithubReader(entry, options, token=token, token_hint=hint)
+    return GithubReader(entry, options, token=_token(entry, options))
 
 
 SPEC = KindSpec(

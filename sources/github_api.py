@@ -24,6 +24,7 @@ import math
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
@@ -135,6 +136,19 @@ class CommentRow(_Shape):
     created_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class TokenChoice:
+    """The token a source sends (None: none) and where it came from, named in the message of a refused one.
+
+    `missing` is set when the token the entry names is not there: the first request raises it, so building a
+    reader (to see whether it can be watched, say) never fails on it.
+    """
+
+    value: str | None = field(default=None, repr=False)
+    origin: str = "whether the repository needs a token (none was given)"
+    missing: str | None = None
+
+
 def web_origin(api_url: str) -> str:
     """Where a person browses the repositories an API serves: github.com for the public API, else the API's
     own origin and path without GitHub Enterprise's `/api/v3` (`https://ghe.example/api/v3` serves
@@ -152,16 +166,14 @@ def web_origin(api_url: str) -> str:
 class GithubApi:
     """GET requests to one repository's routes, translated to contract errors (module docstring).
 
-    `repo` is `owner/name`; `token_hint` says where the token came from, for the message of a refused one.
+    `repo` is `owner/name`.
     Requests are made one at a time: PyGithub's connection object keeps each request's arguments on itself
     until the response comes, so two threads must never share it at once.
     """
 
-    def __init__(
-        self, base_url: str, repo: str, *, token: str | None, token_hint: str, timeout_s: float, user_agent: str
-    ) -> None:
+    def __init__(self, base_url: str, repo: str, *, token: TokenChoice, timeout_s: float, user_agent: str) -> None:
         self.repo = repo
-        self.token_hint = token_hint
+        self.token = token
         # Connections that fail are retried twice, quickly; a status never is (a rate limit must not sleep).
         retry = Retry(
             total=2,
@@ -176,7 +188,7 @@ class GithubApi:
         )
         client = Github(
             base_url=base_url.rstrip("/"),
-            auth=Auth.Token(token) if token else None,
+            auth=Auth.Token(token.value) if token.value else None,
             timeout=max(1, math.ceil(timeout_s)),
             user_agent=user_agent,
             per_page=PER_PAGE,
@@ -209,6 +221,8 @@ class GithubApi:
                 return
 
     def _get(self, route: str, what: str, params: Mapping[str, Any] | None) -> Any:
+        if self.token.missing is not None:
+            raise InvalidRequestError(self.token.missing)
         url = f"/repos/{self.repo}/{route}" if route else f"/repos/{self.repo}"
         try:
             with self._lock:
@@ -231,11 +245,11 @@ class GithubApi:
             return UnavailableError(f"github rate limit reached while reading {subject}; retry {when}")
         if status == 401:
             return InvalidRequestError(
-                f"github refused the token (401) while reading {subject}; check {self.token_hint}"
+                f"github refused the token (401) while reading {subject}; check {self.token.origin}"
             )
         if status == 403:
             return InvalidRequestError(
-                f"github refused access (403: {_server_message(err)}) to {subject}; check {self.token_hint}"
+                f"github refused access (403: {_server_message(err)}) to {subject}; check {self.token.origin}"
             )
         if status in (404, 410):
             return NotFoundError(f"{subject} not found on github ({status})")

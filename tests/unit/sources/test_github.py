@@ -588,8 +588,11 @@ def test_the_token_comes_from_the_setting_when_the_entry_names_none(
     REGISTRY.reader_for(_entry(), ReaderOptions(github_api_url=fake.url)).list_units()
     assert fake.authorization[-1] is None
     monkeypatch.delenv("NO_SUCH_TOKEN", raising=False)
+    unset = REGISTRY.reader_for(_entry(token_env="NO_SUCH_TOKEN"), options)  # building it asks nothing
+    requests = fake.count()
     with pytest.raises(InvalidRequestError, match=r"the environment variable NO_SUCH_TOKEN .* is not set"):
-        REGISTRY.reader_for(_entry(token_env="NO_SUCH_TOKEN"), options)
+        unset.list_units()
+    assert fake.count() == requests  # nor is anything sent without the token the entry names
 
 
 @pytest.mark.parametrize(
