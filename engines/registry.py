@@ -62,6 +62,8 @@ class Registry:
 REGISTRY = Registry()
 REGISTRY.register(EngineEntry("local", "engines.local.factory"))
 REGISTRY.register(EngineEntry("reference", "engines.reference.factory"))
+REGISTRY.register(EngineEntry("cortexdb", "engines.cortex.cortexdb"))
+REGISTRY.register(EngineEntry("tinyhumans", "engines.cortex.tinyhumans"))
 
 
 def list_engines() -> list[EngineDescriptor]:
@@ -72,7 +74,7 @@ def list_engines() -> list[EngineDescriptor]:
 def build_engine(engine_id: str, settings: EngineSettings, credential: EngineCredential) -> MemoryEngine:
     """Build the engine `engine_id`; an unknown id or a wrong setting is ConfigError."""
     module = REGISTRY.entry(engine_id).load()
-    if module.DESCRIPTOR.needs_key and credential.token() is None:
+    if module.DESCRIPTOR.needs_key and not credential.is_set():
         raise ConfigError(f'engine "{engine_id}" needs a key')
     return module.build(settings, credential)
 

@@ -10,7 +10,7 @@ import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,12 +56,20 @@ class EngineSettings(_Settings):
     passage_chars: int = 3000
 
 
+@runtime_checkable
+class BearerSource(Protocol):
+    """Hands out the current bearer token; an engine asks it again before every attempt (tokens expire)."""
+
+    async def bearer(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class EngineCredential:
     """The key an engine presents: none, a static token, or a source asked before each call."""
 
     static: str | None = None
     dynamic: Callable[[], str] | None = None
+    source: BearerSource | None = None
 
     @classmethod
     def none(cls) -> EngineCredential:
@@ -71,14 +79,29 @@ class EngineCredential:
     def of(cls, token: str) -> EngineCredential:
         return cls(static=token)
 
+    @classmethod
+    def from_source(cls, source: BearerSource) -> EngineCredential:
+        return cls(source=source)
+
     def token(self) -> str | None:
-        """The current token, or None when there is none (a blank token counts as none)."""
+        """The current token, or None when there is none (a blank token counts as none); an async source
+        cannot be asked here and gives None."""
         value = self.dynamic() if self.dynamic is not None else self.static
         return value if value and value.strip() else None
 
+    def is_set(self) -> bool:
+        """Whether there is a key to present: a source, or a token that is not blank."""
+        return self.source is not None or self.token() is not None
+
+    async def resolve(self) -> str | None:
+        """The token to present now, asking the source when there is one."""
+        if self.source is not None:
+            return await self.source.bearer()
+        return self.token()
+
     def __repr__(self) -> str:
         # Never print the token itself.
-        kind = "dynamic" if self.dynamic else "static" if self.static else "none"
+        kind = "source" if self.source else "dynamic" if self.dynamic else "static" if self.static else "none"
         return f"EngineCredential({kind})"
 
 

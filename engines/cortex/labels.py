@@ -1,0 +1,128 @@
+"""Digests, the metadata that leaves the machine, and the labels an event carries (spec cortexdb §7.5-7.7).
+
+CortexDB can narrow a listing or a pack by exact labels, so every field a filter may name is written as a
+`tm:<tag>:<digest>` lookup label. Local paths never leave the machine: `wire_meta` sends a file's name alone,
+and path filters match digests the envelope carries instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from engines.contract import ItemKind, MemoryMeta, MetaFilter, SourceRef, holds_phone_number, redacted_id
+
+MAX_LABEL_BYTES = 256
+_THREAD_UUID = re.compile(r"thread-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
+def digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+
+
+def path_digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:40]
+
+
+def item_label(item_id: str) -> str:
+    return f"tm:i:{digest(item_id)}"
+
+
+def is_absolute(workspace: str) -> bool:
+    """A workspace that names a place on a disk (`/…`, `~…`, `\\…`, `C:…`), not a logical id."""
+    return workspace.startswith(("/", "~", "\\")) or bool(_DRIVE.match(workspace))
+
+
+def file_name(path: str) -> str:
+    return re.split(r"[/\\]", path)[-1]
+
+
+def written_id(value: str | None) -> str | None:
+    """A thread or source id as it goes on the wire: redacted when it holds a phone number."""
+    if value is None or not holds_phone_number(value):
+        return value
+    return redacted_id(value)
+
+
+def wire_meta(meta: MemoryMeta) -> MemoryMeta:
+    """The metadata sent: a file's name instead of its path, no folder, no absolute workspace, phone ids redacted."""
+    update: dict[str, object] = {"folder": None}
+    if meta.file_path is not None:
+        update["file_path"] = file_name(meta.file_path) or None
+    if meta.workspace is not None and is_absolute(meta.workspace):
+        update["workspace"] = None
+    if meta.thread_id is not None:
+        update["thread_id"] = written_id(meta.thread_id)
+    if meta.source.id is not None and holds_phone_number(meta.source.id):
+        update["source"] = SourceRef(kind=meta.source.kind, id=written_id(meta.source.id))
+    return meta.model_copy(update=update)
+
+
+def path_digests(path: str) -> list[str]:
+    """Digests of `path` and of every prefix ending just before a `/` (the empty one before a leading `/` too)."""
+    prefixes = [path] + [path[:at] for at, ch in enumerate(path) if ch == "/"]
+    return list(dict.fromkeys(path_digest(p) for p in prefixes))
+
+
+def lookup_labels(item_id: str, meta: MemoryMeta) -> list[str]:
+    """The narrowing labels of an item, in the spec's order (`meta` is the original, not the wire form)."""
+    labels = [item_label(item_id)]
+    thread, source = written_id(meta.thread_id), written_id(meta.source.id)
+    if thread is not None:
+        labels.append(f"tm:t:{digest(thread)}")
+    if source is not None:
+        labels.append(f"tm:s:{digest(source)}")
+    if meta.repo is not None:
+        labels.append(f"tm:r:{digest(meta.repo)}")
+    absolute = meta.workspace is not None and is_absolute(meta.workspace)
+    if meta.workspace is not None and not absolute:
+        labels.append(f"tm:w:{digest(meta.workspace)}")
+    if meta.agent_id is not None:
+        labels.append(f"tm:a:{digest(meta.agent_id)}")
+    if meta.language is not None:
+        labels.append(f"tm:l:{digest(meta.language)}")
+    labels.append(f"tm:k:{digest(meta.source.kind.value)}")
+    if meta.workspace is not None and absolute:
+        labels.append(f"tm:w:{path_digest(meta.workspace)[:16]}")
+    return labels
+
+
+def readable_labels(kind: ItemKind, meta: MemoryMeta, pages: tuple[int, int] | None, section: str | None) -> list[str]:
+    """Labels a person reads in CortexDB's own tools; never filtered on. `meta` is the wire form."""
+    labels = [f"kind:{kind.value}"]
+    if meta.agent_id is not None:
+        labels.append(f"agent:{meta.agent_id}")
+    # Only a generated thread id: a channel's thread id can name a person.
+    if meta.thread_id is not None and _THREAD_UUID.fullmatch(meta.thread_id):
+        labels.append(f"thread:{meta.thread_id}")
+    if meta.file_path is not None:
+        labels.append(f"file:{meta.file_path}")
+    if pages is not None:
+        first, last = pages
+        labels.append(f"page:{first}" if first == last else f"page:{first}-{last}")
+    if section is not None:
+        labels.append(f"section:{section}")
+    return [label for label in labels if len(label.encode("utf-8")) <= MAX_LABEL_BYTES]
+
+
+def _id_labels(tag: str, value: str) -> list[str]:
+    forms = [value, redacted_id(value)] if holds_phone_number(value) else [value]
+    return [f"tm:{tag}:{digest(form)}" for form in forms]
+
+
+def narrowing_labels(filter: MetaFilter) -> list[str]:
+    """The labels of the one field a read narrows by (any of them matches), or none."""
+    if filter.thread_id is not None:
+        return _id_labels("t", filter.thread_id)
+    if filter.source_id is not None:
+        return _id_labels("s", filter.source_id)
+    if filter.repo is not None:
+        return [f"tm:r:{digest(filter.repo)}"]
+    if filter.workspace is not None:
+        return [f"tm:w:{digest(filter.workspace)}"]
+    if filter.agent_id is not None:
+        return [f"tm:a:{digest(filter.agent_id)}"]
+    if filter.language is not None:
+        return [f"tm:l:{digest(filter.language)}"]
+    return [f"tm:k:{digest(kind.value)}" for kind in dict.fromkeys(filter.sources)]
