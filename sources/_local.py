@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from engines.contract import EngineError, InvalidRequestError, MemoryMeta, NotFoundError, SourceKind, SourceRef
 from sources.base import UnitContent
@@ -135,10 +135,19 @@ def local_path(target: str) -> Path:
 
 
 def file_content(
-    entry: SourceEntry | None, item_source: SourceKind, root: str, unit_id: str, data: bytes, st: os.stat_result
+    entry: SourceEntry | None,
+    item_source: SourceKind,
+    root: str,
+    unit_id: str,
+    data: bytes,
+    st: os.stat_result,
+    version: str | None = None,
 ) -> UnitContent:
     """One local file as read, with the spec §2.4 metadata: the root as workspace, the canonical absolute
-    path and its folder, observed at its mtime (an item's id does not depend on the mtime)."""
+    path and its folder, observed at its mtime (an item's id does not depend on the mtime).
+
+    `st` is the file's `fstat` (an archive's, for a member: the path and folder then run through the
+    archive, `root/a.zip!/docs/x.md`); `version` defaults to the file's own."""
     path = f"{root.rstrip('/')}/{unit_id}"
     fields = {
         "workspace": root,
@@ -150,7 +159,7 @@ def file_content(
         origin = MemoryMeta.model_validate({"source": SourceRef(kind=item_source), **fields})
     else:
         origin = entry.origin(item_source, **fields)
-    return UnitContent(unit_id, local_version(st), origin, data=data, name=unit_id)
+    return UnitContent(unit_id, version or local_version(st), origin, data=data, name=unit_id)
 
 
 def local_version(st: os.stat_result) -> str:
@@ -168,9 +177,30 @@ def read_beneath(root: str, unit_id: str, cap: int) -> tuple[bytes, os.stat_resu
     parts = id_parts(unit_id)
     try:
         with _parent_dir(root, parts) as dir_fd:
-            return _read_file(dir_fd, parts[-1], cap, unit_id, root)
+            fd, st = _open_file(dir_fd, parts[-1], cap, unit_id, root)
+        try:
+            return _read_capped(fd, cap, unit_id), st
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise _translated(exc, root, unit_id) from exc
+
+
+@contextmanager
+def open_beneath(root: str, unit_id: str, cap: int) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+    """Regular file `root/unit_id`, opened for reading after every check `read_beneath` makes, with the
+    `fstat` of what was opened: for a reader that seeks instead of reading it whole (a zip's directory).
+
+    Errors reaching the file are contract errors; an `OSError` while the caller reads is the caller's.
+    """
+    parts = id_parts(unit_id)
+    try:
+        with _parent_dir(root, parts) as dir_fd:
+            fd, st = _open_file(dir_fd, parts[-1], cap, unit_id, root)
+    except OSError as exc:
+        raise _translated(exc, root, unit_id) from exc
+    with os.fdopen(fd, "rb") as file:
+        yield file, st
 
 
 def _check_link(root: str, unit_id: str) -> None:
@@ -196,7 +226,8 @@ def _parent_dir(root_real: str, parts: list[str]) -> Iterator[int]:
         os.close(dir_fd)
 
 
-def _read_file(dir_fd: int, name: str, cap: int, unit_id: str, root: str) -> tuple[bytes, os.stat_result]:
+def _open_file(dir_fd: int, name: str, cap: int, unit_id: str, root: str) -> tuple[int, os.stat_result]:
+    """A descriptor of regular file `name` in `dir_fd` under `cap`, and its `fstat`; the caller closes it."""
     # Check the type before opening: opening a device can have side effects even with O_NONBLOCK.
     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     if stat.S_ISLNK(st.st_mode):
@@ -207,9 +238,10 @@ def _read_file(dir_fd: int, name: str, cap: int, unit_id: str, root: str) -> tup
         # Re-check what was opened: the entry may have been replaced since the stat.
         opened = os.fstat(fd)
         _refuse(opened, cap, unit_id)
-        return _read_capped(fd, cap, unit_id), opened
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd, opened
 
 
 def _read_capped(fd: int, cap: int, unit_id: str) -> bytes:

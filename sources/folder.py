@@ -2,8 +2,10 @@
 
 Selection differs from spec §3's default in one way, on purpose: without an include glob every regular file that
 is not ignored is offered (documents as well as text and code), because the pipeline's sniffing, not the file
-name, decides what can be converted. Listing costs one `lstat` per file and reads no file contents except
-`.gitignore` files (cached by their own `lstat`), so re-listing an unchanged folder is cheap.
+name, decides what can be converted. A ZIP archive is not a unit: its members are, `archive.zip!/path`, under
+the same rules (`sources.archive`). Listing costs one `lstat` per file and reads no file contents except
+`.gitignore` files and archives' central directories (each cached by its own `lstat`), so re-listing an
+unchanged folder is cheap.
 """
 
 from __future__ import annotations
@@ -23,6 +25,16 @@ from sources._local import (
     read_beneath,
     refusal,
     stat_beneath,
+)
+from sources.archive import (
+    MAX_ARCHIVE_BYTES,
+    REASON_AMBIGUOUS,
+    ArchiveCache,
+    MemberRules,
+    is_archive_name,
+    read_member,
+    split_member_id,
+    stat_member,
 )
 from sources.base import (
     FOLDER_FILE_SIZE_CAP_BYTES,
@@ -62,8 +74,8 @@ class FolderReader:
 
     `root` may be relative only with a `workspace` to join it to. `include` narrows the selection to files whose
     whole relative path matches one of the spec §3 globs. Files over `max_file_bytes` are listed as skipped and
-    refused when read. Items read carry `entry`'s source reference and namespace (none without an entry).
-    Also a `WatchableSource`; `stat_unit` examines one id as a listing would.
+    refused when read; so are archive members declaring more. Items read carry `entry`'s source reference and
+    namespace (none without an entry). Also a `WatchableSource`; `stat_unit` examines one id as a listing would.
     """
 
     kind = SourceConfigKind.FOLDER
@@ -83,27 +95,36 @@ class FolderReader:
         self.include = IncludeGlob(include or ())
         self.max_file_bytes = max_file_bytes
         self._gitignores = _GitignoreCache()
+        self._archives = ArchiveCache()
+        self._members = MemberRules(self.include, max_file_bytes)
         self._folders: dict[str, tuple[str | None, list[GitignoreLayer]]] = {}
 
     def list_units(self) -> Listing:
-        """Every selected file now; raises only when the root itself cannot be listed."""
+        """Every selected file and archive member now; raises only when the root itself cannot be listed."""
         self._folders.clear()
-        walk = _Walk(os.fspath(self.root), self.include, self.max_file_bytes, self._gitignores)
+        walk = _Walk(os.fspath(self.root), self._members, self._gitignores, self._archives)
         walk.run(missing_root=NotFoundError(f"folder does not exist: {self._configured} (resolved to {self.root})"))
+        self._archives.keep_only(walk.archives_seen)
         units = sorted(walk.units, key=lambda unit: unit.id)
         skipped = sorted(walk.skipped, key=lambda entry: entry.unit_id)
         return Listing(units=tuple(units), skipped=tuple(skipped))
 
     def read(self, unit_id: str) -> UnitContent:
-        """One selected file, re-checking selection, containment, type and the cap at read time."""
-        self._check_selected(unit_id)
+        """One selected file or archive member, re-checking selection, containment, type, the cap and, for a
+        member, the archive's limits at read time."""
+        member = self._check_selected(unit_id)
         root = os.fspath(self.root)
+        if member is not None:
+            data, st, version = read_member(root, *member, self._members)
+            return file_content(self._entry, SourceKind.FOLDER, root, unit_id, data, st, version)
         data, st = read_beneath(root, unit_id, self.max_file_bytes)
         return file_content(self._entry, SourceKind.FOLDER, root, unit_id, data, st)
 
     def stat_unit(self, unit_id: str) -> Unit:
-        """One file's listing entry now, with the checks `read` makes; `NotFoundError` once it is gone."""
-        self._check_selected(unit_id)
+        """One unit's listing entry now, with the checks `read` makes; `NotFoundError` once it is gone."""
+        member = self._check_selected(unit_id)
+        if member is not None:
+            return stat_member(os.fspath(self.root), *member, self._members)
         st = stat_beneath(os.fspath(self.root), unit_id, self.max_file_bytes)
         return Unit(id=unit_id, version=local_version(st), size=st.st_size)
 
@@ -117,22 +138,43 @@ class FolderReader:
         return self._refusal(rel, is_dir=unit_id.endswith("/")) is not None
 
     def watch(self, on_change: ChangeCallback, *, debounce_s: float = 0.5, reconcile_s: float = 300.0) -> FolderWatcher:
-        """An unstarted recursive watcher of the root that drops events for paths `ignores` rejects."""
-        return FolderWatcher(self.root, on_change, debounce_s=debounce_s, reconcile_s=reconcile_s, ignore=self.ignores)
+        """An unstarted recursive watcher of the root that drops events for paths `ignores` rejects; a changed
+        archive asks for a full listing, as only its directory says which members changed or went."""
+        return FolderWatcher(
+            self.root,
+            on_change,
+            debounce_s=debounce_s,
+            reconcile_s=reconcile_s,
+            ignore=self.ignores,
+            rescan_for=is_archive_name,
+        )
 
-    def _check_selected(self, unit_id: str) -> None:
-        id_parts(unit_id)  # a path escape is reported as such before anything else
-        reason = self._refusal(unit_id, is_dir=False)
+    def _check_selected(self, unit_id: str) -> tuple[str, str] | None:
+        """Refuse an id this source does not offer; for an archive member, its `(archive, member)`."""
+        member = split_member_id(unit_id)
+        archive = unit_id if member is None else member[0]
+        id_parts(archive)  # a path escape is reported as such before anything else
+        if member is not None:
+            id_parts(member[1])
+        if member is None and is_archive_name(unit_id):
+            raise InvalidRequestError(f"cannot read '{unit_id}': an archive is read by its members ('{unit_id}!/…')")
+        reason = self._refusal(archive, is_dir=False)
+        if reason is None and member is not None:
+            reason = self._members.exclusion(*member)
         if reason is not None:
             raise InvalidRequestError(f"cannot read '{unit_id}': {reason}")
+        return member
 
     def _refusal(self, rel: str, *, is_dir: bool) -> str | None:
-        """Why `rel` is not selected, applying the walk's rules to one path (folders outermost first)."""
+        """Why `rel` is not selected, applying the walk's rules to one path (folders outermost first). An
+        archive's own path is not matched against the include globs: its members are."""
         parts = rel.split("/")
         hidden = any(is_ignored_name(part, is_dir=True) for part in parts[:-1])
         if hidden or is_ignored_name(parts[-1], is_dir=is_dir):
             return REASON_HIDDEN
-        if not is_dir and not self.include.matches(rel):
+        if split_member_id(rel) is not None:
+            return REASON_AMBIGUOUS
+        if not is_dir and not self.include.matches(rel) and not is_archive_name(rel):
             return REASON_NOT_INCLUDED
         parent = rel.rpartition("/")[0]
         reason, layers = self._folder_state(parent)
@@ -196,13 +238,16 @@ class _GitignoreCache:
 class _Walk:
     """One listing: a depth-first walk with `os.scandir` that never follows a link."""
 
-    def __init__(self, root: str, include: IncludeGlob, cap: int, gitignores: _GitignoreCache) -> None:
+    def __init__(self, root: str, rules: MemberRules, gitignores: _GitignoreCache, archives: ArchiveCache) -> None:
         self.root = root
-        self.include = include
-        self.cap = cap
+        self.include = rules.include
+        self.cap = rules.cap
+        self.rules = rules
         self.gitignores = gitignores
+        self.archives = archives
         self.units: list[Unit] = []
         self.skipped: list[Skipped] = []
+        self.archives_seen: set[str] = set()
 
     def run(self, *, missing_root: NotFoundError) -> None:
         """Walk the whole tree; `missing_root` is raised when the root does not exist."""
@@ -270,12 +315,12 @@ class _Walk:
         elif is_dir:
             if not is_gitignored(layers, rel, is_dir=True):
                 stack.append((entry.path, rel, layers))
-        elif self.include.matches(rel) and not is_gitignored(layers, rel, is_dir=False):
+        elif (is_archive_name(rel) or self.include.matches(rel)) and not is_gitignored(layers, rel, is_dir=False):
             self._offer(entry, rel, is_link=is_link)
 
     def _offer(self, entry: os.DirEntry[str], rel: str, *, is_link: bool) -> None:
-        if is_link:
-            self.skipped.append(Skipped(rel, REASON_SYMLINK))
+        if is_link or split_member_id(rel) is not None:
+            self.skipped.append(Skipped(rel, REASON_SYMLINK if is_link else REASON_AMBIGUOUS))
             return
         try:
             st = entry.stat(follow_symlinks=False)
@@ -284,9 +329,15 @@ class _Walk:
         except OSError as exc:
             self.skipped.append(Skipped(rel, _os_reason(exc, "cannot read its metadata")))
             return
-        reason = refusal(st, self.cap)
+        archive = is_archive_name(rel)
+        reason = refusal(st, MAX_ARCHIVE_BYTES if archive else self.cap)
         if reason is not None:
             self.skipped.append(Skipped(rel, reason))
+        elif archive:
+            self.archives_seen.add(rel)
+            units, skipped = self.archives.listing(self.root, rel, st, self.rules)
+            self.units.extend(units)
+            self.skipped.extend(skipped)
         else:
             self.units.append(Unit(rel, local_version(st), st.st_size))
 

@@ -8,8 +8,9 @@ What `on_change` receives, always on the watcher's own thread, one call at a tim
   events (a checkout, a build) arrives as one set;
 - or exactly `{RESCAN}`: list the whole source and diff it against the manifest. It comes every `reconcile_s`,
   because file events can be lost (a kernel queue overflow, events while nobody listened), and, after the
-  debounce, when a folder is deleted or moved out (watchdog does not report its files one by one) or, in a
-  recursive watch, a `.gitignore` changed (the selection itself changed).
+  debounce, when a folder is deleted or moved out (watchdog does not report its files one by one), when a
+  file whose change reaches other units changed (an archive: only its directory says which members changed
+  or went), or, in a recursive watch, a `.gitignore` changed (the selection itself changed).
 
 Events still pending when `stop()` is called are dropped: the host syncs the whole source when it starts again.
 Start the watcher before the host's first full listing, so nothing falls between the listing and the events.
@@ -58,7 +59,8 @@ class FolderWatcher:
     """Watches `root` (recursively, or only its direct entries) and calls `on_change` as the module describes.
 
     `ignore(unit_id)` drops ids the source does not offer; a folder's id is passed with a trailing `/` so that
-    folder-only rules apply. Exceptions from `on_change` or `ignore` are logged and never stop the watcher.
+    folder-only rules apply. `rescan_for(path)` names the files (not ignored) whose change asks for `{RESCAN}`
+    rather than their own id. Exceptions from `on_change` or `ignore` are logged and never stop the watcher.
     Usable as a context manager; `stop()` returns once no callback is running and every thread has ended.
     """
 
@@ -71,6 +73,7 @@ class FolderWatcher:
         ignore: Callable[[str], bool] | None = None,
         *,
         recursive: bool = True,
+        rescan_for: Callable[[str], bool] | None = None,
     ) -> None:
         if debounce_s < 0 or reconcile_s <= 0:
             raise InvalidRequestError("debounce_s must be >= 0 and reconcile_s > 0")
@@ -82,6 +85,7 @@ class FolderWatcher:
         self._max_delay_s = debounce_s * _MAX_DELAY_DEBOUNCES
         self._reconcile_s = reconcile_s
         self._ignore = ignore
+        self._rescan_for = rescan_for
         self._recursive = recursive
         self._cond = threading.Condition()
         self._pending: set[str] = set()
@@ -184,7 +188,9 @@ class FolderWatcher:
         parent, _, name = rel.rpartition("/")
         if name == _GITIGNORE and self._recursive:
             return {RESCAN} if not parent or not self._ignored(parent + "/") else set()
-        return set() if self._ignored(rel) else {rel}
+        if self._ignored(rel):
+            return set()
+        return {RESCAN} if self._rescan_for is not None and self._rescan_for(rel) else {rel}
 
     def _relative(self, path: str) -> str | None:
         prefix = self._root.rstrip(os.sep) + os.sep
