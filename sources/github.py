@@ -12,13 +12,16 @@ folder source does, from names alone: the include globs, hidden entries, VCS and
 holding a `pyvenv.cfg`. A repository's `.gitignore` is not applied: it speaks of untracked files, and every file
 of the tree is tracked. Submodules, symbolic links and files over the cap are listed as skipped.
 
-As an `IncrementalSource` the cursor is the head commit: `list_changes` compares it with the new head and offers
-only the files the comparison names, or returns None when GitHub refuses the comparison or it cannot be
-trusted (history rewritten, the branch behind or diverged, as many files as GitHub lists at most), so the host
-lists everything and diffs blob shas. Commits, issues and pull requests are listed in full by both (their
-versions let the host skip unchanged ones), so a delta never removes one; a full listing does.
+As an `IncrementalSource` the cursor is the head commit: `list_changes` compares it with the new head and
+offers only the files the comparison names, as the head's tree has them (sizes, links and submodules are known
+only there, so the tree is read whenever the head moved), or returns None when GitHub refuses the comparison
+or it cannot be trusted (history rewritten, the branch behind or diverged, as many files as GitHub lists at
+most), so the host lists everything and diffs blob shas. Commits, issues and pull requests are listed in full
+by both (their versions let the host skip unchanged ones), so a delta never removes one; a full listing does.
 
-A reader holds the branch head and its tree once fetched: `read` looks a file's blob up there, so one reader
+A file's metadata names the repository, the head commit, its path and folder, its web URL at that commit (on
+the web host `web_origin` derives from the API URL) and, as `observed_at`, the head's committer date. A reader
+holds the branch head and its tree once fetched: `read` looks a file's blob up there, so one reader
 (the host builds one per job) reads every file of a job at the same commit. Listing fetches them afresh.
 """
 
@@ -46,9 +49,11 @@ from sources.github_api import (
     Comparison,
     GithubApi,
     RepoInfo,
+    RepoRef,
     TokenChoice,
     Tree,
     TreeEntry,
+    parse_repo,
     web_origin,
 )
 from sources.github_history import ENTRY_LIMITS, EXTRA_OF_KIND, EXTRAS, HistoryLimits, RepoHistory
@@ -73,47 +78,8 @@ COMPARE_FILE_LIMIT: Final = 300
 
 _SYMLINK_MODE: Final = "120000"
 _SUBMODULE_MODE: Final = "160000"
-_OWNER: Final = r"(?P<owner>[A-Za-z0-9][A-Za-z0-9-]{0,38})"
-_NAME: Final = r"(?P<name>[A-Za-z0-9._-]{1,100})"
-_REPO_FORMS: Final = (
-    re.compile(rf"(?i:https?://github\.com)/{_OWNER}/{_NAME}/?"),
-    re.compile(rf"(?i:git@github\.com):{_OWNER}/{_NAME}"),
-    re.compile(rf"{_OWNER}/{_NAME}"),
-)
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BAD_BRANCH: Final = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|^[-/]|/$")
-
-
-@dataclass(frozen=True, slots=True)
-class RepoRef:
-    """A repository on GitHub, as `owner/name`."""
-
-    owner: str
-    name: str
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.owner}/{self.name}"
-
-    @property
-    def url(self) -> str:
-        return f"https://github.com/{self.full_name}"
-
-
-def parse_repo(target: str) -> RepoRef:
-    """The repository a target names (spec §7.1): `https://github.com/OWNER/REPO` (or `http://`), optionally
-    ending in `.git` and/or `/`, `git@github.com:OWNER/REPO[.git]`, or `OWNER/REPO`; anything deeper is refused."""
-    text = target.strip()
-    for form in _REPO_FORMS:
-        match = form.fullmatch(text)
-        if match is not None:
-            name = match["name"].removesuffix(".git")
-            if name not in ("", ".", ".."):
-                return RepoRef(match["owner"], name)
-    raise InvalidRequestError(
-        f"not a github repository: {target!r}; give https://github.com/OWNER/REPO, git@github.com:OWNER/REPO "
-        "or OWNER/REPO"
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""The GitHub REST API as a GitHub source reads it: PyGithub's client, the answers' shapes, and its failures.
+"""GitHub as a GitHub source reaches it: repository names, web URLs, and the REST API through PyGithub's
+client, the answers' shapes and its failures.
 
 Requests go through PyGithub's `Requester` (its auth, base URL handling and connection pool) to the routes
 spec §7 names, and the JSON answers are validated into the small models below rather than into PyGithub's own
@@ -21,6 +22,7 @@ Failures become contract errors here, naming the repository and what was being r
 from __future__ import annotations
 
 import math
+import re
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
@@ -37,6 +39,13 @@ from engines.contract import EngineError, Error, InvalidRequestError, NotFoundEr
 PER_PAGE: Final = 100
 MAX_PAGES: Final = 1000  # spec §7.3: pages of 100 until a short page, at most 1000 pages
 
+_OWNER: Final = r"(?P<owner>[A-Za-z0-9][A-Za-z0-9-]{0,38})"
+_NAME: Final = r"(?P<name>[A-Za-z0-9._-]{1,100})"
+_REPO_FORMS: Final = (
+    re.compile(rf"(?i:https?://github\.com)/{_OWNER}/{_NAME}/?"),
+    re.compile(rf"(?i:git@github\.com):{_OWNER}/{_NAME}"),
+    re.compile(rf"{_OWNER}/{_NAME}"),
+)
 _SHA: Final = r"^[0-9a-f]{40}([0-9a-f]{24})?$"  # SHA-1, or SHA-256 object names
 _SERVER_MESSAGE_CHARS: Final = 200
 
@@ -134,6 +143,38 @@ class CommentRow(_Shape):
     user: User | None = None
     body: str | None = None
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RepoRef:
+    """A repository on GitHub, as `owner/name`."""
+
+    owner: str
+    name: str
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    @property
+    def url(self) -> str:
+        return f"https://github.com/{self.full_name}"
+
+
+def parse_repo(target: str) -> RepoRef:
+    """The repository a target names (spec §7.1): `https://github.com/OWNER/REPO` (or `http://`), optionally
+    ending in `.git` and/or `/`, `git@github.com:OWNER/REPO[.git]`, or `OWNER/REPO`; anything deeper is refused."""
+    text = target.strip()
+    for form in _REPO_FORMS:
+        match = form.fullmatch(text)
+        if match is not None:
+            name = match["name"].removesuffix(".git")
+            if name not in ("", ".", ".."):
+                return RepoRef(match["owner"], name)
+    raise InvalidRequestError(
+        f"not a github repository: {target!r}; give https://github.com/OWNER/REPO, git@github.com:OWNER/REPO "
+        "or OWNER/REPO"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from engines.contract import EngineError, InvalidRequestError, NotFoundError, UnavailableError
 from sources import REGISTRY, Listing, ReaderOptions, SourceEntry, SourceRequest
 from sources import github as github_source
-from sources.github import GithubReader, parse_repo
-from sources.github_api import CommentRow, CommitRow, IssueRow, web_origin
+from sources.github import GithubReader
+from sources.github_api import CommentRow, CommitRow, IssueRow, parse_repo, web_origin
 from sources.github_history import HistoryLimits
 from sources.github_render import render_commit, render_issue, render_pull
 from tests.fixtures.github_fake import FakeGitHub, FakeRepo, GitRepo, comment_json, issue_json, pull_json
