@@ -268,3 +268,51 @@ def test_a_change_queued_by_layout_1_code_is_read_with_its_version() -> None:
     )
     gone = Change.model_validate({"unit_id": "b.md", "action": "delete", "size": 0, "mtime_ns": 0})
     assert (gone.action, gone.version) == ("delete", None)
+
+
+# -- layout 2 to 3: erasures, tombstones and leases are added; nothing of layout 2 is rewritten ------------
+
+
+def test_a_layout_2_file_gains_the_erasure_tables_and_keeps_everything(tmp_path: Path, folder: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    conn = sqlite3.connect(path)
+    for statement in (
+        "CREATE TABLE sources (id TEXT PRIMARY KEY, body TEXT NOT NULL)",
+        "CREATE TABLE manifest ( source_id TEXT NOT NULL, unit_id TEXT NOT NULL, version TEXT NOT NULL,"
+        " sha256 TEXT, item_ids TEXT NOT NULL, stale TEXT NOT NULL, deleted INTEGER NOT NULL,"
+        " PRIMARY KEY (source_id, unit_id)) WITHOUT ROWID",
+        "CREATE TABLE dead_letters ( key TEXT PRIMARY KEY, source_id TEXT NOT NULL, unit_id TEXT NOT NULL,"
+        " at TEXT NOT NULL, body TEXT NOT NULL)",
+        "CREATE TABLE runs (source_id TEXT PRIMARY KEY, body TEXT NOT NULL)",
+    ):
+        conn.execute(statement)
+    conn.execute("INSERT INTO sources VALUES (?, ?)", ("notes", SOURCE_BODY.replace("PATH", str(folder))))
+    conn.execute("INSERT INTO manifest VALUES ('notes', 'a.md', '12:34', 'ab', '[\"i1\"]', '[]', 0)")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+
+    store = SqliteStateStore(path)
+    assert store.unit_states("notes") == {"a.md": UnitState("12:34", False, False)}
+    assert store.get_source("notes") is not None and store.unfinished_erasures() == []
+    assert store.tombstones(["source:notes"]) == [] and store.leases().join("jobs:notes", 5)
+    store.close()
+    conn = sqlite3.connect(path)
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"erasures", "tombstones", "leases"} <= tables
+    assert conn.execute("PRAGMA user_version").fetchone() == (3,) == (STATE_LAYOUT,)
+    conn.close()
+
+
+def test_layout_2_redis_keys_move_to_layout_3_untouched(target: RedisTarget) -> None:
+    keys = Keys(target.prefix)
+    client = target.client
+    # Spaced and out of order: a rewrite (the layout 1 migration) would write it back compact.
+    body = b'{"item_ids": ["i1"], "version": "12:34", "sha256": "ab", "stale": [], "deleted": false}'
+    client.set(keys.layout(), "2")
+    client.hset(keys.manifest("notes"), "a.md", body)
+    client.hset(keys.units("notes"), "a.md", b"0 12:34")
+    store = RedisStateStore(client, target.prefix)
+    assert client.get(keys.layout()) == b"3"
+    assert client.hget(keys.manifest("notes"), "a.md") == body  # not rewritten
+    assert store.unit_states("notes") == {"a.md": UnitState("12:34", False, False)}

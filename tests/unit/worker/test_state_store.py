@@ -1,8 +1,11 @@
-"""The state store contract, run against every implementation: SQLite, Redis on fakeredis, and real Redis."""
+"""The state store contract, run against every implementation: SQLite, Redis on fakeredis, and real Redis.
+
+Erasure receipts, tombstones and leases included: both stores answer them the same way."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
@@ -12,6 +15,7 @@ import pytest
 
 from sources import SourceConfigKind, SourceEntry
 from tests.fixtures.redis_servers import open_redis
+from worker.erasures import ErasureRequest, ErasureTarget, Tombstone
 from worker.records import DeadLetter, ManifestEntry, SyncReport
 from worker.state.base import StateStore, UnitState
 from worker.state.redis import RedisStateStore
@@ -267,3 +271,110 @@ def test_removing_a_source_spares_the_others(store: StateStore) -> None:
     assert [d.source_id for d in store.dead_letters()] == ["t"]
     assert store.last_sync("s") is None
     assert store.last_sync("t").listed == 1  # type: ignore[union-attr]
+
+
+# -- erasures, tombstones and leases ----------------------------------------------------------------------
+
+
+def request(erasure_id: str, minutes: int = 0, **target: object) -> ErasureRequest:
+    fields = target or {"source_id": "notes"}
+    at = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=minutes)
+    return ErasureRequest(
+        id=erasure_id, target=ErasureTarget.model_validate(fields), requested_by="admin", requested_at=at
+    )
+
+
+def test_the_same_erasure_request_is_answered_with_the_first_receipt(store: StateStore) -> None:
+    first = store.open_erasure(request("e1"))
+    assert (first.id, first.status, first.requested_by) == ("e1", "queued", "admin")
+    assert store.open_erasure(request("e2")) == first  # queued
+    store.put_erasure(first.model_copy(update={"status": "running", "steps": ["tombstoned"]}))
+    assert store.open_erasure(request("e3")).id == "e1"  # running
+    store.put_erasure(first.model_copy(update={"status": "completed", "forgotten": 7}))
+    assert store.open_erasure(request("e4")).forgotten == 7  # completed
+    assert store.open_erasure(request("k1", kinds=["learning"], source_id="notes")).id == "k1"  # other kinds
+    assert store.open_erasure(request("n1", namespace="user:a")).id == "n1"  # another target
+    store.put_erasure(store.get_erasure("e1").model_copy(update={"status": "failed"}))  # type: ignore[union-attr]
+    assert store.open_erasure(request("e5")).id == "e5"  # a failed one is asked again afresh
+    assert store.get_erasure("e1").status == "failed"  # type: ignore[union-attr]  # and kept
+    assert store.get_erasure("e2") is None and store.get_erasure("missing") is None
+
+
+def test_concurrent_identical_requests_share_one_receipt(store: StateStore) -> None:
+    answers: list[str] = []
+
+    def ask(n: int) -> None:
+        answers.append(store.open_erasure(request(f"r{n}", namespace="user:x")).id)
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(answers)) == 1 and len(answers) == 8
+
+
+def test_unfinished_erasures_are_listed_oldest_first(store: StateStore) -> None:
+    later = store.open_erasure(request("b", minutes=5, namespace="user:b"))
+    earlier = store.open_erasure(request("a", minutes=1, namespace="user:a"))
+    done = store.open_erasure(request("c", minutes=0, namespace="user:c"))
+    store.put_erasure(done.model_copy(update={"status": "completed"}))
+    store.put_erasure(later.model_copy(update={"status": "running"}))
+    assert [r.id for r in store.unfinished_erasures()] == [earlier.id, later.id]
+
+
+def test_tombstones_are_read_by_scope_one_per_erasure(store: StateStore) -> None:
+    store.put_tombstone(Tombstone(scope="namespace:user:a", erasure_id="e1", kinds=["learning"]))
+    store.put_tombstone(Tombstone(scope="namespace:user:a", erasure_id="e2"))
+    store.put_tombstone(Tombstone(scope="source:notes", erasure_id="e3"))
+    store.put_tombstone(Tombstone(scope="source:notes", erasure_id="e3"))  # the same again: one
+    found = store.tombstones(["namespace:user:a", "namespace:user:a/agent:x", "source:notes", "source:other"])
+    assert sorted((t.scope, t.erasure_id, t.whole) for t in found) == [
+        ("namespace:user:a", "e1", False),
+        ("namespace:user:a", "e2", True),
+        ("source:notes", "e3", True),
+    ]
+    assert store.tombstones([]) == [] and store.tombstones(["namespace:user"]) == []
+    store.remove_source("notes")  # a tombstone outlives the source's state
+    assert [t.erasure_id for t in store.tombstones(["source:notes"])] == ["e3"]
+
+
+def test_exclusive_leases_have_one_owner_and_lapse(store: StateStore) -> None:
+    leases = store.leases()
+    token = leases.acquire("erasure:e1", 30)
+    assert token is not None and leases.held("erasure:e1")
+    assert leases.acquire("erasure:e1", 30) is None
+    assert not leases.release("erasure:e1", "not-the-owner") and not leases.extend("erasure:e1", "x", 30)
+    assert leases.extend("erasure:e1", token, 30) and leases.release("erasure:e1", token)
+    assert not leases.held("erasure:e1") and not leases.release("erasure:e1", token)
+    short = leases.acquire("erasure:e2", 0.05)
+    assert short is not None
+    time.sleep(0.15)
+    assert not leases.held("erasure:e2") and not leases.extend("erasure:e2", short, 30)
+    assert leases.acquire("erasure:e2", 30) not in (None, short)  # a lapsed lease is taken afresh
+
+
+def test_shared_leases_have_many_holders_each_lapsing_on_its_own(store: StateStore) -> None:
+    leases = store.leases()
+    first, second = leases.join("jobs:s", 30), leases.join("jobs:s", 0.05)
+    assert leases.holders("jobs:s") == {first, second} and leases.holders("jobs:t") == set()
+    assert not leases.held("jobs:s")  # shared holds are not an exclusive lease
+    time.sleep(0.15)
+    assert leases.holders("jobs:s") == {first}
+    assert not leases.renew("jobs:s", second, 30)  # it had lapsed: held again from now
+    assert leases.renew("jobs:s", first, 30)
+    assert leases.holders("jobs:s") == {first, second}
+    leases.leave("jobs:s", first)
+    leases.leave("jobs:s", "never-held")
+    assert leases.holders("jobs:s") == {second}
+
+
+def test_leases_are_shared_by_every_store_on_the_same_state(store: StateStore, tmp_path: Path) -> None:
+    if isinstance(store, SqliteStateStore):
+        other: StateStore = SqliteStateStore(store.path)
+    else:
+        assert isinstance(store, RedisStateStore)
+        other = RedisStateStore(store._client, store.keys.prefix)
+    token = store.leases().join("jobs:s", 30)
+    assert other.leases().holders("jobs:s") == {token}
+    assert other.leases().acquire("erasure:e", 30) is not None and not store.leases().acquire("erasure:e", 30)
