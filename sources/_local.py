@@ -56,7 +56,7 @@ def format_size(size: int) -> str:
 
 def format_limit(limit: int) -> str:
     """A limit without a spurious decimal: `10 MiB`, `64 KiB`, `100 bytes`."""
-    for unit, name in ((MIB, "MiB"), (KIB, "KiB")):
+    for unit, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
         if limit >= unit and limit % unit == 0:
             return f"{limit // unit} {name}"
     return f"{limit} bytes"

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import IO, BinaryIO, Final
 
 from engines.contract import Error, InvalidRequestError, NotFoundError
-from sources._local import GIB, KIB, MIB, format_limit, local_version, open_beneath, over_cap_reason
+from sources._local import GIB, KIB, MIB, format_limit, format_size, local_version, open_beneath
 from sources.base import Skipped, Unit
 from sources.selection import (
     REASON_HIDDEN,
@@ -126,7 +126,7 @@ class MemberRules:
         if info.compress_type not in _SUPPORTED_METHODS:
             return f"compression method {info.compress_type} is not supported"
         if info.file_size > self.cap:
-            return f"declares {over_cap_reason(info.file_size, self.cap)}"
+            return f"declares {format_size(info.file_size)}, over the {format_limit(self.cap)} file limit"
         return _ratio_refusal(info.file_size, info.compress_size)
 
 
@@ -137,12 +137,16 @@ class ArchiveCache:
     entries: dict[str, tuple[tuple[int, int, int], tuple[list[Unit], list[Skipped]]]] = field(default_factory=dict)
 
     def listing(self, root: str, rel: str, st: os.stat_result, rules: MemberRules) -> tuple[list[Unit], list[Skipped]]:
-        """The units and refusals of the archive at `rel` whose `lstat` is `st`."""
+        """The units and refusals of the archive at `rel` whose `lstat` is `st`; an archive that cannot be
+        opened is one `Skipped` entry, not remembered (a permission may be fixed without touching the file)."""
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
         cached = self.entries.get(rel)
         if cached is not None and cached[0] == key:
             return cached[1]
-        found = list_archive(root, rel, rules)
+        try:
+            found = list_archive(root, rel, rules)
+        except Error as exc:
+            return [], [Skipped(rel, exc.message.removeprefix(f"cannot read '{rel}': "))]
         self.entries[rel] = (key, found)
         return found
 
@@ -153,13 +157,10 @@ class ArchiveCache:
 
 
 def list_archive(root: str, rel: str, rules: MemberRules) -> tuple[list[Unit], list[Skipped]]:
-    """The members of the archive at `rel` as units, and those refused; one `Skipped` for the archive itself
-    when it cannot be opened at all."""
-    try:
-        with _archive(root, rel) as (archive, st):
-            return _members(archive, rel, local_version(st), rules)
-    except Error as exc:
-        return [], [Skipped(rel, exc.message.removeprefix(f"cannot read '{rel}': "))]
+    """The members of the archive at `rel` as units, and those refused; a contract error when the archive
+    itself cannot be opened (damaged, over a limit, gone)."""
+    with _archive(root, rel) as (archive, st):
+        return _members(archive, rel, local_version(st), rules)
 
 
 def read_member(root: str, archive_rel: str, member: str, rules: MemberRules) -> tuple[bytes, os.stat_result, str]:
