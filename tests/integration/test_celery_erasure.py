@@ -1,0 +1,98 @@
+"""Erasures on real Celery workers: a source erased while two workers backfill it, and an erase worker killed in
+the middle of an erasure, which is then resumed and completed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sources import SourceEntry
+from tests.integration.cluster import Cluster, cluster_fixture, worker_children, write_notes
+from worker import control
+from worker.cluster.app import create_app
+from worker.cluster.queues import BEAT_TASK, SYNC_QUEUE
+from worker.control import ErasureReceipt, ErasureTarget, Services
+from worker.jobs import job_lease
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FILES = 2_000
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    yield from cluster_fixture(tmp_path)
+
+
+def _ask(cluster: Cluster, target: ErasureTarget) -> ErasureReceipt:
+    with Services(cluster.settings()) as services:
+        return asyncio.run(control.request_erasure(services.state(), services.erasures(), target, "ops"))
+
+
+def _receipt(cluster: Cluster, erasure_id: str) -> ErasureReceipt:
+    receipt = cluster.state().get_erasure(erasure_id)
+    assert receipt is not None
+    return receipt
+
+
+def test_a_source_erased_during_its_backfill_stays_erased(cluster: Cluster, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    write_notes(folder, FILES)
+    # Polled every second: beat would sync it again if anything of it were left.
+    cluster.state().put_source(SourceEntry(id="notes", kind="folder", label="notes", path=str(folder), interval_s=1))
+    cluster.start_worker()
+    cluster.start_worker()
+    cluster.start_worker(queues="tm.erase")
+    assert cluster.sync("notes")
+    cluster.wait(lambda: cluster.committed("notes") >= 200, 90, "the backfill under way")
+
+    receipt = _ask(cluster, ErasureTarget(source_id="notes"))
+    assert receipt.status == "queued"
+    cluster.wait(lambda: _receipt(cluster, receipt.id).finished, 60, "the erasure")
+    done = _receipt(cluster, receipt.id)
+    assert done.status == "completed", done.reason
+    assert done.verification is not None and done.verification.passed
+    assert 0 < done.forgotten < FILES  # erased in the middle of the backfill
+    assert cluster.items("notes") == []
+
+    # Queued batches drain (dropping their items), beat runs, a sync is asked for: nothing comes back.
+    create_app(cluster.settings()).send_task(BEAT_TASK, queue=SYNC_QUEUE)
+    cluster.sync("notes")
+    cluster.wait(cluster.idle, 90, "the queues drained")
+    assert cluster.items("notes") == []
+    state = cluster.state()
+    assert (state.get_source("notes"), state.unit_states("notes"), state.dead_letters("notes")) == (None, {}, [])
+    assert state.get_erasure(receipt.id) == done  # the receipt outlives the source's state
+    assert _ask(cluster, ErasureTarget(source_id="notes")).id == receipt.id
+
+
+def test_an_erase_worker_killed_mid_erasure_leaves_it_to_be_resumed(cluster: Cluster, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    write_notes(folder, 60)
+    cluster.add_folder("notes", folder)
+    cluster.start_worker()
+    eraser = cluster.start_worker(queues="tm.erase")
+    assert cluster.sync("notes")
+    cluster.wait_done("notes", 60)
+    # A job of the source that is still running: the erasure waits for it, in its `drained` step.
+    leases = cluster.state().leases()
+    running = leases.join(job_lease("notes"), 120)
+    receipt = _ask(cluster, ErasureTarget(source_id="notes"))
+    cluster.wait(lambda: _receipt(cluster, receipt.id).steps == ["tombstoned", "stopped"], 60, "the erasure waiting")
+    children = worker_children(eraser)
+    assert children
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)  # the worker respawns its child; the message goes back to the queue
+    leases.leave(job_lease("notes"), running)
+
+    cluster.wait(lambda: _receipt(cluster, receipt.id).finished, 90, "the resumed erasure")
+    done = _receipt(cluster, receipt.id)
+    assert done.status == "completed", done.reason
+    assert done.runs == 2 and done.steps[:2] == ["tombstoned", "stopped"]
+    assert cluster.items("notes") == []
+    cluster.wait(cluster.idle, 30, "the erase queue drained")
