@@ -1,0 +1,127 @@
+"""Recall packs and answers of the double (spec cortexdb §13.7, §13.8).
+
+Ranking is plain word overlap: the number of distinct query words (letters and digits, at least 3 characters) an
+event holds, best first, newest first among equals; events without a match follow. Packs live `pack_ttl_s` and
+are all dropped by any forget or erasure, as the server's are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engines.cortex.testing.checks import RefusalError, invalid
+from engines.cortex.testing.config import DoubleConfig
+from engines.cortex.testing.log import EventLog, EventRecord, Pack, words
+
+RECALL_KEYS = frozenset(
+    {"scope", "query", "budgets", "view", "include", "temporal", "filters", "diagnostics", "language", "scripts"}
+    | {"query_variants"}
+)
+METADATA_FILTERS = frozenset({"labels", "intent", "modality", "caller", "observed_actor"})
+EXACT_VIEWS = frozenset({"granular", "local", "raw", "structured"})
+LAYERS = ("events", "facts", "beliefs", "episodes", "understanding")
+ANSWER_CHARS = 200
+
+
+def check_recall(body: object) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise invalid("the body must be a JSON object")
+    unknown = sorted(set(body) - RECALL_KEYS)
+    if unknown:
+        raise invalid(f"unknown field(s) {', '.join(unknown)}")
+    if not isinstance(body.get("scope"), str) or not isinstance(body.get("query"), str):
+        raise invalid("recall needs a scope and a string query")
+    filters = body.get("filters") or {}
+    metadata = filters.get("metadata", {}) if isinstance(filters, dict) else None
+    if not isinstance(metadata, dict) or set(metadata) - METADATA_FILTERS:
+        raise invalid(f"filters.metadata takes only {', '.join(sorted(METADATA_FILTERS))}")
+    return body
+
+
+def _labels(body: dict[str, Any]) -> list[str] | None:
+    metadata = (body.get("filters") or {}).get("metadata") or {}
+    labels = metadata.get("labels")
+    if isinstance(labels, str):
+        return [labels]
+    return [label for label in labels if isinstance(label, str)] if isinstance(labels, list) else None
+
+
+def _scopes(log: EventLog, scope: str, view: str) -> list[str]:
+    if view in EXACT_VIEWS:
+        return [scope]
+    if view == "descend":
+        return [scope, *log.below(scope)]
+    parts = scope.split("/")
+    return ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+
+
+def rank(records: list[EventRecord], query: str) -> list[EventRecord]:
+    wanted = words(query)
+    scored = [(len(wanted & record.words()), record) for record in records]
+    return [record for _, record in sorted(scored, key=lambda pair: (-pair[0], -pair[1].seq))]
+
+
+def build_pack(log: EventLog, config: DoubleConfig, body: dict[str, Any], stored_scope: str) -> Pack:
+    view = body.get("view") or "holistic"
+    scopes = _scopes(log, stored_scope, view)
+    labels = _labels(body)
+    now = config.clock()
+    candidates = [
+        record
+        for scope in scopes
+        for record in (log.listed(scope, labels, now) if labels else log.by_scope.get(scope, []))
+        if not record.removed and record.ranked_at <= now
+    ]
+    budgets = body.get("budgets") or {}
+    limits = budgets.get("per_layer_limits") or {}
+    size = limits.get("events", config.default_events_per_pack)
+    include = body.get("include") or list(LAYERS)
+    events = rank(candidates, body["query"])[: int(size)] if "events" in include else []
+    pack = Pack(f"pack_{log.next_id('pack')}", stored_scope, events, now)
+    log.packs[pack.pack_id] = pack
+    return pack
+
+
+def pack_answer(pack: Pack, config: DoubleConfig, body: dict[str, Any], shown: Any, multi: bool) -> dict[str, Any]:
+    budgets = body.get("budgets") or {}
+    room = int(budgets.get("max_tokens", config.default_max_tokens)) * config.bytes_per_token
+    items = [_packed(record, room, config, shown) for record in pack.events]
+    warnings = ["parent_pack_unranked_sample"] if multi else []
+    return {
+        "pack_id": pack.pack_id,
+        "layers": {"events": items} | {layer: [] for layer in LAYERS[1:]},
+        "context_block": "\n".join(f"[{r.role}] {r.text}" for r in pack.events),
+        "warnings": warnings,
+    }
+
+
+def _packed(record: EventRecord, room: int, config: DoubleConfig, shown: Any) -> dict[str, Any]:
+    entry = record.entry(shown(record.scope))
+    text = record.text
+    content = entry["content"]
+    data = text.encode()
+    if len(data) > room:
+        content["text"] = data[:room].decode("utf-8", "ignore")
+        content.update({"_partial": True, "_partial_reason": "budget_excerpt", "_original_bytes": len(data)})
+    if config.recall_role_prefix:
+        content["text"] = f"[{record.role}] {content['text']}"
+    return entry
+
+
+def live_pack(log: EventLog, config: DoubleConfig, pack_id: object, stored_scope: str) -> Pack:
+    pack = log.packs.get(pack_id) if isinstance(pack_id, str) else None
+    if pack is None or config.clock() - pack.created_at > config.pack_ttl_s:
+        raise RefusalError(404, "PACK_NOT_FOUND", f"pack `{pack_id}` is unknown, expired or dropped")
+    if pack.scope != stored_scope:
+        raise RefusalError(400, "PACK_SCOPE_MISMATCH", "the pack was built for another scope")
+    return pack
+
+
+def answer_of(pack: Pack) -> dict[str, Any]:
+    top = pack.events[0].text[:ANSWER_CHARS] if pack.events else None
+    return {
+        "answer": f"Based on memory: {top}" if top is not None else "I don't know.",
+        "citations": [{"id": r.id, "content": r.text} for r in pack.events],
+        "diagnostics": {"answer_model": "double-answer-1"},
+        "context_block": "\n".join(f"[{r.role}] {r.text}" for r in pack.events),
+    }
