@@ -184,7 +184,7 @@ class LinkReader:
         self._check_unit(unit_id)
         page = _BODIES.take((unit_id, self.client.allow_private_networks))
         if page is None:
-            page = self._fetch_page(unit_id)
+            page = _page(self._fetch(unit_id, MAX_PAGE_BYTES, "page"))
         return self._content(unit_id, page)
 
     def _look(self, url: str, version: str | None) -> Unit | Skipped | None:
@@ -194,7 +194,7 @@ class LinkReader:
         except BadStatusError as err:
             if err.status in _GONE:
                 return None if version is not None else Skipped(url, err.message)
-            if err.status >= 500 or err.status in _TRANSIENT:
+            if _is_transient(err.status):
                 return self._not_now(url, version, UnavailableError(err.message))
             return Skipped(url, err.message)
         except UnavailableError as err:
@@ -216,19 +216,20 @@ class LinkReader:
             raise err
         return Skipped(url, f"unavailable for now: {err.message}")
 
-    def _fetch_page(self, url: str) -> _Page:
+    def _fetch(self, url: str, max_bytes: int, what: str) -> Fetched:
+        """GET `url` to read it: gone is `NotFoundError`, a server failing for now `UnavailableError`."""
         try:
-            return _page(self.client.get(url, max_bytes=MAX_PAGE_BYTES))
+            return self.client.get(url, max_bytes=max_bytes)
         except BadStatusError as err:
             if err.status in _GONE:
-                raise NotFoundError(f"page {url} is gone ({err.message})") from err
-            if err.status >= 500 or err.status in _TRANSIENT:
+                raise NotFoundError(f"{what} {url} is gone ({err.message})") from err
+            if _is_transient(err.status):
                 raise UnavailableError(err.message) from err
             raise
 
     def _sitemap_pages(self) -> tuple[list[str], list[Skipped]]:
         """The sitemap's pages on its host, at most `max_pages`, and the entries it refused (as many)."""
-        locations, children = _parse_sitemap(self._fetch_sitemap(self.url), self.url)
+        locations, children = _parse_sitemap(self._fetch(self.url, MAX_FETCH_BYTES, "sitemap").body, self.url)
         skipped: list[Skipped] = []
         for child in _unique(children)[:_MAX_CHILD_SITEMAPS]:
             reason = self._refusal(child)
@@ -236,7 +237,7 @@ class LinkReader:
                 skipped.append(Skipped(child, f"sitemap not read: {reason}"))
                 continue
             # A child that cannot be read fails the listing: its pages must not look deleted.
-            locations += _parse_sitemap(self._fetch_sitemap(child), child)[0]
+            locations += _parse_sitemap(self._fetch(child, MAX_FETCH_BYTES, "sitemap").body, child)[0]
         pages: list[str] = []
         overflow = 0
         for page in _unique(locations):
@@ -253,16 +254,6 @@ class LinkReader:
             reason = f"the sitemap lists {len(pages) + overflow} pages here; only the first {self.max_pages} are read"
             skipped.append(Skipped(self.url, reason))
         return pages, skipped
-
-    def _fetch_sitemap(self, url: str) -> bytes:
-        try:
-            return self.client.get(url, max_bytes=MAX_FETCH_BYTES).body
-        except BadStatusError as err:
-            if err.status in _GONE:
-                raise NotFoundError(f"sitemap {url} is gone ({err.message})") from err
-            if err.status >= 500 or err.status in _TRANSIENT:
-                raise UnavailableError(err.message) from err
-            raise
 
     def _refusal(self, url: str) -> str | None:
         """Why a page the sitemap lists is not read, or None."""
@@ -291,6 +282,10 @@ class LinkReader:
         else:
             origin = self._entry.origin(SourceKind.LINK, url=page.url)
         return UnitContent(unit_id, page.version, origin, data=data, name=_file_name(page.url, mime), mime=mime)
+
+
+def _is_transient(status: int) -> bool:
+    return status >= 500 or status in _TRANSIENT
 
 
 def _page(fetched: Fetched) -> _Page:

@@ -148,9 +148,12 @@ class _Target:
 
     def request_url(self, ip: IPAddress) -> httpx.URL:
         """The URL naming `ip` instead of the host: where the request really goes."""
-        url = httpx.URL(scheme=self.scheme, host=str(ip), port=self.port, path=self.path or "/")
-        # An empty query would leave a bare `?` on the path the server sees.
-        return url.copy_with(query=self.query.encode("utf-8")) if self.query else url
+        netloc = f"[{ip}]" if isinstance(ip, ipaddress.IPv6Address) else str(ip)
+        query = f"?{self.query}" if self.query else ""
+        try:
+            return httpx.URL(f"{self.scheme}://{netloc}:{self.port}{self.path or '/'}{query}")
+        except httpx.InvalidURL as err:
+            raise InvalidRequestError(f"url {_shown(self.url)} is malformed ({err})") from None
 
 
 def _vet(url: str, relaxed: bool) -> _Target:

@@ -579,3 +579,11 @@ def test_check_url_gives_the_host_to_resolve(url: str, host: str) -> None:
 )
 def test_malformed_urls_are_refused(url: str) -> None:
     assert not is_url_allowed(url)
+
+
+def test_paths_and_queries_reach_the_server_encoded(client: GuardedClient, network: Network) -> None:
+    client.get("http://example.com/café/a b?q=é&r=%20#fragment")
+    assert network.sent[0].url.raw_path == b"/caf%C3%A9/a%20b?q=%C3%A9&r=%20"
+    with pytest.raises(InvalidRequestError, match="is malformed"):
+        client.get("http://example.com/a\x7fb")
+    assert len(network.sent) == 1
