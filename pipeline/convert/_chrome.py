@@ -22,10 +22,10 @@ about structure, never about a site's wording:
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from bs4 import BeautifulSoup, Tag
-from bs4.element import NavigableString
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup, Tag
 
 _CHROME_TAGS: Final = ("nav", "button", "select", "template")
 _PAGE_PARTS: Final = ("header", "footer")
@@ -46,6 +46,9 @@ def without_chrome(data: bytes, charset: str | None) -> tuple[bytes, str | None]
     Decoded as markitdown decodes HTML: with `charset`, else as UTF-8 first. When nothing matched, `data` and
     `charset` come back unchanged, so a page without chrome converts exactly as before.
     """
+    # Imported here, as markitdown is: a process that never converts HTML never pays for BeautifulSoup.
+    from bs4 import BeautifulSoup
+
     soup = BeautifulSoup(data, "html.parser", from_encoding=charset or "utf-8")
     chrome = _chrome_elements(soup)
     for element in chrome:
@@ -59,6 +62,8 @@ def _chrome_elements(soup: BeautifulSoup) -> list[Tag]:
     Every test looks at an element, its attributes and its direct children only, and whether it stands in a
     content scope travels down the walk: a page nested thousands deep costs time in proportion to its size.
     """
+    from bs4 import Tag
+
     found: list[Tag] = []
     stack: list[tuple[Tag, bool]] = [(soup, False)]
     while stack:
@@ -101,6 +106,9 @@ def _attribute(element: Tag, name: str) -> str:
 
 
 def _is_skip_link(link: Tag) -> bool:
+    from bs4 import Tag
+    from bs4.element import NavigableString
+
     if not _attribute(link, "href").startswith("#"):
         return False
     # The link's own text and its children's (`<a><span>Skip to content</span></a>`), not a whole subtree's.
@@ -115,6 +123,8 @@ def _is_skip_link(link: Tag) -> bool:
 
 def _is_language_list(listing: Tag) -> bool:
     """Three or more items, each a link that names its language (`<li><a hreflang>`), and nothing else."""
+    from bs4 import Tag
+
     items = [child for child in listing.children if isinstance(child, Tag)]
     links = [next((a for a in item.children if isinstance(a, Tag) and a.name == "a"), None) for item in items]
     return len(links) >= _LANGUAGE_LIST_MIN_LINKS and all(link is not None and link.get("hreflang") for link in links)

@@ -13,13 +13,14 @@ refused, so neither an entity expansion bomb nor a reference to a URL or a local
 from __future__ import annotations
 
 import importlib
-from typing import Any
-from xml.dom import minidom
-from xml.dom.minidom import Document, Element
+from typing import TYPE_CHECKING, Any
 
 from engines.contract import InvalidRequestError
 from pipeline.convert._documents import RawDocument
 from pipeline.sniff import DocumentFormat
+
+if TYPE_CHECKING:
+    from xml.dom.minidom import Document, Element
 
 ATOM_NAMESPACE = "http://www.w3.org/2005/Atom"
 RDF_NAMESPACE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -67,6 +68,8 @@ def _parse(data: bytes) -> Document:
 
 def _rss2_from_rdf(root: Element) -> bytes:
     """The RSS 2.0 document an RSS 1.0 `rdf:RDF` root amounts to, serialised as UTF-8."""
+    from xml.dom import minidom  # only a process converting a feed needs it
+
     document = minidom.getDOMImplementation().createDocument(None, "rss", None)
     rss = document.documentElement
     assert rss is not None  # createDocument with a qualified name always makes the root
@@ -84,7 +87,7 @@ def _rss2_from_rdf(root: Element) -> bytes:
 def _copy_fields(document: Document, source: Element, target: Element, fields: dict[tuple[str, str], str]) -> None:
     """Copy `source`'s child elements named in `fields` to `target` under their RSS 2.0 names, content intact."""
     for child in source.childNodes:
-        if not isinstance(child, Element):
+        if child.nodeType != child.ELEMENT_NODE:
             continue
         name = fields.get((child.namespaceURI or "", child.localName or ""))
         if name is None:
@@ -100,5 +103,5 @@ def _children(element: Element, namespace: str | None, name: str) -> list[Elemen
     return [
         child
         for child in element.childNodes
-        if isinstance(child, Element) and child.namespaceURI == namespace and child.localName == name
+        if child.nodeType == child.ELEMENT_NODE and child.namespaceURI == namespace and child.localName == name
     ]
