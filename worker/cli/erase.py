@@ -44,7 +44,7 @@ def register_erase_commands(app: typer.Typer) -> None:
 
     @group.command("namespace")
     def namespace(
-        node: Annotated[str, typer.Argument(help="A namespace such as user:alice or team:acme/workspace:docs.")],
+        node: Annotated[str, typer.Argument(help="A namespace such as user:alice or team:acme/ws:docs.")],
         kinds: KindsOption = None,
         wait: WaitOption = False,
         config: ConfigOption = None,

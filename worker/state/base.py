@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from engines.contract import ItemId
 from sources import SourceEntry
 from worker.erasures import ErasureReceipt, ErasureRequest, Tombstone
 from worker.records import DeadLetter, ManifestEntry, SyncReport
@@ -97,6 +98,10 @@ class StateStore(Protocol):
 
     def commit(self, source_id: str, entries: Mapping[str, ManifestEntry | None]) -> None:
         """Write these entries (None removes a unit) in one atomic step: the batch's checkpoint."""
+        ...
+
+    def item_ids(self, source_id: str) -> list[ItemId]:
+        """Every item id the source's manifest names, current and stale, each once (an erasure forgets them)."""
         ...
 
     # -- dead letters -------------------------------------------------------------------------------

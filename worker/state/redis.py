@@ -9,11 +9,13 @@ so this store wants one Redis (or a primary with replicas), not a cluster.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 import redis
 
+from engines.contract import ItemId
 from sources import SourceEntry
 from worker.erasures import ErasureReceipt, ErasureRequest, Tombstone
 from worker.records import DeadLetter, ManifestEntry, SyncReport
@@ -191,6 +193,13 @@ class RedisStateStore:
                 pipe.hset(manifest, mapping={unit: entry.model_dump_json() for unit, entry in chunk})
                 pipe.hset(units, mapping={unit: unit_flags(entry) for unit, entry in chunk})
             pipe.execute()
+
+    def item_ids(self, source_id: str) -> list[ItemId]:
+        with self._errors(f"reading the manifest of {source_id!r}"):
+            bodies = self._client.hvals(self.keys.manifest(source_id))
+        # Only the ids are wanted: plain JSON, not a model per entry (an erasure reads every unit's).
+        entries = [json.loads(body) for body in bodies]
+        return list(dict.fromkeys(i for e in entries for i in (*e.get("item_ids", []), *e.get("stale", []))))
 
     # -- dead letters -------------------------------------------------------------------------------
 

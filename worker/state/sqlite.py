@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 
+from engines.contract import ItemId
 from sources import SourceEntry
 from worker.erasures import UNFINISHED, ErasureReceipt, ErasureRequest, Tombstone
 from worker.records import DeadLetter, ManifestEntry, SyncReport
@@ -85,6 +86,10 @@ class SqliteStateStore:
         with self._write() as conn:
             conn.executemany("DELETE FROM manifest WHERE source_id = ? AND unit_id = ?", removed)
             conn.executemany(_UPSERT_UNIT, written)
+
+    def item_ids(self, source_id: str) -> list[ItemId]:
+        rows = self._read("SELECT item_ids, stale FROM manifest WHERE source_id = ?", (source_id,))
+        return list(dict.fromkeys(i for row in rows for column in row for i in json.loads(str(column))))
 
     # -- dead letters -------------------------------------------------------------------------------
 

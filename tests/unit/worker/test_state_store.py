@@ -378,3 +378,10 @@ def test_leases_are_shared_by_every_store_on_the_same_state(store: StateStore, t
     token = store.leases().join("jobs:s", 30)
     assert other.leases().holders("jobs:s") == {token}
     assert other.leases().acquire("erasure:e", 30) is not None and not store.leases().acquire("erasure:e", 30)
+
+
+def test_item_ids_are_every_id_the_manifest_names_once(store: StateStore) -> None:
+    store.commit("s", {"a.md": unit(items=["i1", "i2"], stale=["old"]), "b.md": unit(items=["i2", "i3"])})
+    store.commit("t", {"a.md": unit(items=["t1"])})
+    assert sorted(store.item_ids("s")) == ["i1", "i2", "i3", "old"]
+    assert store.item_ids("none") == []
