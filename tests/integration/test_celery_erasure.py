@@ -1,5 +1,6 @@
 """Erasures on real Celery workers: a source erased while two workers backfill it, and an erase worker killed in
-the middle of an erasure, which is then resumed and completed."""
+the middle of an erasure, which is then resumed and completed. One cluster (two workers and an erase worker)
+serves the module's tests, each on sources of its own."""
 
 from __future__ import annotations
 
@@ -24,9 +25,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 FILES = 2_000
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    yield from cluster_fixture(tmp_path)
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    for made in cluster_fixture(tmp_path_factory.mktemp("cluster")):
+        made.start_worker()
+        made.start_worker()
+        made.start_worker(queues="tm.erase")
+        yield made
 
 
 def _ask(cluster: Cluster, target: ErasureTarget) -> ErasureReceipt:
@@ -45,9 +50,6 @@ def test_a_source_erased_during_its_backfill_stays_erased(cluster: Cluster, tmp_
     write_notes(folder, FILES)
     # Polled every second: beat would sync it again if anything of it were left.
     cluster.state().put_source(SourceEntry(id="notes", kind="folder", label="notes", path=str(folder), interval_s=1))
-    cluster.start_worker()
-    cluster.start_worker()
-    cluster.start_worker(queues="tm.erase")
     assert cluster.sync("notes")
     cluster.wait(lambda: cluster.committed("notes") >= 200, 90, "the backfill under way")
 
@@ -72,27 +74,26 @@ def test_a_source_erased_during_its_backfill_stays_erased(cluster: Cluster, tmp_
 
 
 def test_an_erase_worker_killed_mid_erasure_leaves_it_to_be_resumed(cluster: Cluster, tmp_path: Path) -> None:
-    folder = tmp_path / "notes"
+    folder = tmp_path / "drafts"
     write_notes(folder, 60)
-    cluster.add_folder("notes", folder)
-    cluster.start_worker()
-    eraser = cluster.start_worker(queues="tm.erase")
-    assert cluster.sync("notes")
-    cluster.wait_done("notes", 60)
+    cluster.add_folder("drafts", folder)
+    eraser = cluster.workers[2]
+    assert cluster.sync("drafts")
+    cluster.wait_done("drafts", 60)
     # A job of the source that is still running: the erasure waits for it, in its `drained` step.
     leases = cluster.state().leases()
-    running = leases.join(job_lease("notes"), 120)
-    receipt = _ask(cluster, ErasureTarget(source_id="notes"))
+    running = leases.join(job_lease("drafts"), 120)
+    receipt = _ask(cluster, ErasureTarget(source_id="drafts"))
     cluster.wait(lambda: _receipt(cluster, receipt.id).steps == ["tombstoned", "stopped"], 60, "the erasure waiting")
     children = worker_children(eraser)
     assert children
     for pid in children:
         os.kill(pid, signal.SIGKILL)  # the worker respawns its child; the message goes back to the queue
-    leases.leave(job_lease("notes"), running)
+    leases.leave(job_lease("drafts"), running)
 
     cluster.wait(lambda: _receipt(cluster, receipt.id).finished, 90, "the resumed erasure")
     done = _receipt(cluster, receipt.id)
     assert done.status == "completed", done.reason
     assert done.runs == 2 and done.steps[:2] == ["tombstoned", "stopped"]
-    assert cluster.items("notes") == []
+    assert cluster.items("drafts") == []
     cluster.wait(cluster.idle, 30, "the erase queue drained")
