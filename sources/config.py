@@ -78,6 +78,9 @@ class SourceEntry(BaseModel):
     token_env: str | None = None
     sitemap: bool = False
     max_items: int | None = Field(default=None, gt=0)
+    max_commits: int | None = Field(default=None, gt=0)
+    max_issues: int | None = Field(default=None, gt=0)
+    max_prs: int | None = Field(default=None, gt=0)
 
     @field_validator("id")
     @classmethod
@@ -145,6 +148,9 @@ class SourceRequest(BaseModel):
     token_env: str | None = None
     sitemap: bool = False
     max_items: int | None = Field(default=None, gt=0)
+    max_commits: int | None = Field(default=None, gt=0)
+    max_issues: int | None = Field(default=None, gt=0)
+    max_prs: int | None = Field(default=None, gt=0)
 
     def refuse_options(self, alias: str, *accepted: str) -> None:
         """Refuse every kind-specific option set on this request that a kind (typed as `alias`) does not
@@ -155,7 +161,10 @@ class SourceRequest(BaseModel):
 
 
 # The request fields only some kinds read (`SourceRequest.refuse_options`).
-_KIND_OPTIONS: Final = ("include", "branch", "extras", "token_env", "sitemap", "max_items")
+_KIND_OPTIONS: Final = (
+    *("include", "branch", "extras", "token_env", "sitemap"),
+    *("max_items", "max_commits", "max_issues", "max_prs"),
+)
 
 
 def configured_entry(request: SourceRequest, default_id: str, default_label: str, **fields: object) -> SourceEntry:

@@ -371,7 +371,10 @@ def _checked_token_env(name: str | None) -> str | None:
 
 
 def _configure(request: SourceRequest) -> SourceEntry:
-    request.refuse_options(SourceConfigKind.GITHUB_REPO.alias, "include", "branch", "extras", "token_env")
+    request.refuse_options(
+        SourceConfigKind.GITHUB_REPO.alias,
+        *("include", "branch", "extras", "token_env", "max_commits", "max_issues", "max_prs"),
+    )
     repo = parse_repo(request.target)
     branch = _checked_branch(request.branch)
     return configured_entry(
@@ -383,6 +386,9 @@ def _configure(request: SourceRequest) -> SourceEntry:
         branch=branch,
         extras=_checked_extras(request.extras),
         token_env=_checked_token_env(request.token_env),
+        max_commits=request.max_commits or ENTRY_LIMITS.commits,
+        max_issues=request.max_issues or ENTRY_LIMITS.issues,
+        max_prs=request.max_prs or ENTRY_LIMITS.prs,
     )
 
 
@@ -401,7 +407,14 @@ def _token(entry: SourceEntry, options: ReaderOptions) -> TokenChoice:
 
 
 def _build(entry: SourceEntry, options: ReaderOptions) -> GithubReader:
-    return GithubReader(entry, options, token=_token(entry, options))
+    # An entry saved without a limit reads with the reader's defaults (spec §1.2).
+    default = HistoryLimits()
+    limits = HistoryLimits(
+        commits=entry.max_commits or default.commits,
+        issues=entry.max_issues or default.issues,
+        prs=entry.max_prs or default.prs,
+    )
+    return GithubReader(entry, options, token=_token(entry, options), limits=limits)
 
 
 SPEC = KindSpec(

@@ -42,8 +42,7 @@ class HistoryLimits:
     prs: int = 1000
 
 
-# Spec §1.2: what an entry holds when it is created. `SourceEntry` has no fields for them yet, so every entry
-# reads with these.
+# Spec §1.2: the limits an entry is created with when its request names none.
 ENTRY_LIMITS: Final = HistoryLimits(commits=50, issues=10, prs=10)
 
 

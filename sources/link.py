@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import re
 import threading
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
-from urllib.parse import urljoin, urlsplit
-from xml.etree import ElementTree
+from urllib.parse import urlsplit
 
 from engines.contract import (
     Error,
@@ -52,16 +49,14 @@ from sources.net import (
     shared_client,
 )
 from sources.registry import KindSpec
+from sources.sitemap import MAX_CHILD_SITEMAPS, parse_sitemap
 
 MAX_SITEMAP_PAGES: Final = 1000
-# A sitemap index may name this many sitemaps; the protocol does not nest indexes, so neither do we.
-_MAX_CHILD_SITEMAPS: Final = 50
 # Pages asked about at once while listing: fast enough for a thousand pages, gentle on one host.
 _LISTING_THREADS: Final = 4
 _GONE: Final = frozenset({404, 410})
 # Statuses that say "not now" rather than "no": the page keeps its known version.
 _TRANSIENT: Final = frozenset({408, 425, 429})
-_DTD: Final = re.compile(rb"<!(DOCTYPE|ENTITY)", re.IGNORECASE)
 # What a page's MIME type says its file name should end with, so that sniffing agrees with the server.
 _EXTENSIONS: Final = {
     "text/html": "html",
@@ -229,15 +224,15 @@ class LinkReader:
 
     def _sitemap_pages(self) -> tuple[list[str], list[Skipped]]:
         """The sitemap's pages on its host, at most `max_pages`, and the entries it refused (as many)."""
-        locations, children = _parse_sitemap(self._fetch(self.url, MAX_FETCH_BYTES, "sitemap").body, self.url)
+        locations, children = parse_sitemap(self._fetch(self.url, MAX_FETCH_BYTES, "sitemap").body, self.url)
         skipped: list[Skipped] = []
-        for child in _unique(children)[:_MAX_CHILD_SITEMAPS]:
+        for child in _unique(children)[:MAX_CHILD_SITEMAPS]:
             reason = self._refusal(child)
             if reason is not None:
                 skipped.append(Skipped(child, f"sitemap not read: {reason}"))
                 continue
             # A child that cannot be read fails the listing: its pages must not look deleted.
-            locations += _parse_sitemap(self._fetch(child, MAX_FETCH_BYTES, "sitemap").body, child)[0]
+            locations += parse_sitemap(self._fetch(child, MAX_FETCH_BYTES, "sitemap").body, child)[0]
         pages: list[str] = []
         overflow = 0
         for page in _unique(locations):
@@ -313,45 +308,6 @@ def _conditions(version: str | None) -> dict[str, str]:
     if kind == "modified":
         return {"If-Modified-Since": value}
     return {}
-
-
-def _parse_sitemap(data: bytes, url: str) -> tuple[list[str], list[str]]:
-    """The page URLs and the child sitemap URLs a sitemap (sitemaps.org 0.9, gzipped or not) lists."""
-    if data[:2] == b"\x1f\x8b":
-        data = _gunzip(data, url)
-    if _DTD.search(data):
-        # No sitemap needs a DTD; refusing one rules out entity expansion of any kind.
-        raise InvalidRequestError(f"sitemap {url} declares a DTD or entities, which a sitemap never needs")
-    try:
-        root = ElementTree.fromstring(data)
-    except ElementTree.ParseError as err:
-        raise InvalidRequestError(f"sitemap {url} is not well-formed XML ({err})") from None
-    wanted = {"urlset": "url", "sitemapindex": "sitemap"}.get(_local_name(root.tag))
-    if wanted is None:
-        raise InvalidRequestError(f"{url} is not a sitemap (its root element is <{_local_name(root.tag)}>)")
-    found = [
-        urljoin(url, (loc.text or "").strip())
-        for item in root
-        if _local_name(item.tag) == wanted
-        for loc in item
-        if _local_name(loc.tag) == "loc" and (loc.text or "").strip()
-    ]
-    return (found, []) if wanted == "url" else ([], found)
-
-
-def _gunzip(data: bytes, url: str) -> bytes:
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(data, MAX_FETCH_BYTES + 1)
-    except zlib.error as err:
-        raise InvalidRequestError(f"sitemap {url} is not valid gzip ({err})") from None
-    if len(out) > MAX_FETCH_BYTES:
-        raise InvalidRequestError(f"sitemap {url} inflates past the {MAX_FETCH_BYTES}-byte limit")
-    return out
-
-
-def _local_name(tag: str) -> str:
-    return tag.rpartition("}")[2]
 
 
 def _unique(urls: list[str]) -> list[str]:

@@ -58,6 +58,9 @@ def _add_command(group: typer.Typer) -> None:
             str | None, typer.Option(help="github: the environment variable holding the token.")
         ] = None,
         max_items: Annotated[int | None, typer.Option(help="rss: the most entries read from the feed.")] = None,
+        max_commits: Annotated[int | None, typer.Option(help="github: the most commits read (--with commits).")] = None,
+        max_issues: Annotated[int | None, typer.Option(help="github: the most issues read (--with issues).")] = None,
+        max_prs: Annotated[int | None, typer.Option(help="github: the most pull requests read (--with prs).")] = None,
         config: ConfigOption = None,
     ) -> None:
         """Register a source; prints its id."""
@@ -79,6 +82,9 @@ def _add_command(group: typer.Typer) -> None:
                 extras=[part.strip() for part in (extras or "").split(",") if part.strip()],
                 token_env=token_env,
                 max_items=max_items,
+                max_commits=max_commits,
+                max_issues=max_issues,
+                max_prs=max_prs,
             )
         except ValidationError as err:
             raise typer.BadParameter(str(err.errors()[0]["msg"])) from err

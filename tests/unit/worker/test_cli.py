@@ -83,7 +83,8 @@ def test_sources_add_list_show_sync_rm(run, tmp_path: Path) -> None:  # type: ig
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("sources", "add", "rss", "https://example.com/feed"), "not available in this build yet"),
+        (("sources", "add", "rss", "ftp://example.com/feed"), "is not a feed URL"),
+        (("sources", "add", "folder", "NOTES", "--branch", "main"), "branch does not apply to folder sources"),
         (("sources", "add", "folder", "/nonexistent/path"), "does not exist"),
         (("sources", "add", "folder", "NOTES_FILE"), "is not a folder"),
         (("sources", "add", "folder", "NOTES", "--namespace", "robot:x"), "is not a namespace segment kind"),
@@ -167,8 +168,10 @@ def test_sources_kinds_lists_what_this_build_offers(run, monkeypatch: pytest.Mon
     monkeypatch.setenv("TINYMEMORY_SOURCE_KINDS", '{"memory_test": "tests.fixtures.memory_source"}')
     code, out = run("sources", "kinds", "--json")
     kinds = {kind["name"]: kind for kind in json.loads(out)}
-    assert code == 0 and (kinds["folder"]["available"], kinds["link"]["available"]) == (True, False)
-    assert kinds["link"]["kind"] == "web_page" and kinds["memory_test"]["target"] == "path"
+    assert code == 0 and all(kind["available"] for kind in kinds.values())
+    assert set(kinds) == {"folder", "file", "link", "github", "rss", "conversation", "memory_test"}
+    assert kinds["link"]["kind"] == "web_page" and kinds["link"]["target"] == "url"
+    assert kinds["memory_test"]["target"] == "path"
     from sources import REGISTRY
 
     REGISTRY.unregister("memory_test")

@@ -21,7 +21,6 @@ from engines.contract import (
     Namespace,
     NotFoundError,
     Reach,
-    UnsupportedError,
 )
 from engines.reference import ReferenceEngine
 from sources import SourceEntry, SourceRequest, source_id_for
@@ -140,7 +139,8 @@ def test_add_source_refuses_another_source_under_a_taken_id(state: StateStore, t
     ("kind", "target", "error", "message"),
     [
         ("folder", "MISSING", NotFoundError, "does not exist"),
-        ("link", "https://example.com/page", UnsupportedError, "not available in this build yet"),
+        ("link", "file:///etc/passwd", InvalidRequestError, "is not http or https"),
+        ("github", "https://gitlab.com/acme/widgets", InvalidRequestError, "github"),
         ("telepathy", "NOTES", InvalidRequestError, "unknown source kind 'telepathy'"),
     ],
 )
