@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sources import SourceEntry
-from tests.integration.cluster import Cluster, cluster_fixture, worker_children, write_notes
+from tests.integration.cluster import TINYMEMORY, Cluster, cluster_fixture, worker_children, write_notes
 from worker import control
 from worker.cluster.app import create_app
 from worker.cluster.queues import BEAT_TASK, SYNC_QUEUE
@@ -39,6 +40,12 @@ def _ask(cluster: Cluster, target: ErasureTarget) -> ErasureReceipt:
         return asyncio.run(control.request_erasure(services.state(), services.erasures(), target, "ops"))
 
 
+def _tinymemory(cluster: Cluster, *args: str) -> str:
+    done = subprocess.run([TINYMEMORY, *args], env=cluster.env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def _receipt(cluster: Cluster, erasure_id: str) -> ErasureReceipt:
     receipt = cluster.state().get_erasure(erasure_id)
     assert receipt is not None
@@ -54,9 +61,10 @@ def test_a_source_erased_during_its_backfill_stays_erased(cluster: Cluster, tmp_
     cluster.wait(lambda: cluster.committed("notes") >= 200, 90, "the backfill under way")
 
     receipt = _ask(cluster, ErasureTarget(source_id="notes"))
+    erasure_id = receipt.id
     assert receipt.status == "queued"
-    cluster.wait(lambda: _receipt(cluster, receipt.id).finished, 60, "the erasure")
-    done = _receipt(cluster, receipt.id)
+    cluster.wait(lambda: _receipt(cluster, erasure_id).finished, 60, "the erasure")
+    done = _receipt(cluster, erasure_id)
     assert done.status == "completed", done.reason
     assert done.verification is not None and done.verification.passed
     assert 0 < done.forgotten < FILES  # erased in the middle of the backfill
@@ -69,8 +77,8 @@ def test_a_source_erased_during_its_backfill_stays_erased(cluster: Cluster, tmp_
     assert cluster.items("notes") == []
     state = cluster.state()
     assert (state.get_source("notes"), state.unit_states("notes"), state.dead_letters("notes")) == (None, {}, [])
-    assert state.get_erasure(receipt.id) == done  # the receipt outlives the source's state
-    assert _ask(cluster, ErasureTarget(source_id="notes")).id == receipt.id
+    assert state.get_erasure(erasure_id) == done  # the receipt outlives the source's state
+    assert _ask(cluster, ErasureTarget(source_id="notes")).id == erasure_id
 
 
 def test_an_erase_worker_killed_mid_erasure_leaves_it_to_be_resumed(cluster: Cluster, tmp_path: Path) -> None:
@@ -83,7 +91,10 @@ def test_an_erase_worker_killed_mid_erasure_leaves_it_to_be_resumed(cluster: Clu
     # A job of the source that is still running: the erasure waits for it, in its `drained` step.
     leases = cluster.state().leases()
     running = leases.join(job_lease("drafts"), 120)
-    receipt = _ask(cluster, ErasureTarget(source_id="drafts"))
+    # Asked on the command line: it queues the erasure, prints the id and returns while it waits.
+    asked = _tinymemory(cluster, "erase", "source", "drafts")
+    receipt = _receipt(cluster, asked.strip())
+    assert receipt.requested_by == "cli" and not receipt.finished
     cluster.wait(lambda: _receipt(cluster, receipt.id).steps == ["tombstoned", "stopped"], 60, "the erasure waiting")
     children = worker_children(eraser)
     assert children
@@ -97,3 +108,6 @@ def test_an_erase_worker_killed_mid_erasure_leaves_it_to_be_resumed(cluster: Clu
     assert done.runs == 2 and done.steps[:2] == ["tombstoned", "stopped"]
     assert cluster.items("drafts") == []
     cluster.wait(cluster.idle, 30, "the erase queue drained")
+    followed = _tinymemory(cluster, "erase", "source", "drafts", "--wait", "--json")  # the same request
+    assert ErasureReceipt.model_validate_json(followed.splitlines()[1]) == done
+    assert ErasureReceipt.model_validate_json(_tinymemory(cluster, "erase", "status", receipt.id, "--json")) == done
