@@ -1,7 +1,9 @@
 """Benchmark of erasures: a 10,000-item source erased from the local engine, against the peers' way of erasing
 it, and how soon an erasure starts when it is asked for in the middle of a backfill.
 
-    .venv/bin/python bench/erasure.py [--items 10000] [--backfill 5000] [--skip-backfill]
+    .venv/bin/python -P bench/erasure.py [--items 10000] [--backfill 5000] [--skip-backfill]
+
+(`-P`: the packages are imported from the repository root, not from bench/, whose own modules could shadow them.)
 
 Each in this process, on fresh data directories, timed around the work only:
   ours          a source of `--items` items in the local engine with its manifest in the SQLite state (stored by
@@ -120,8 +122,8 @@ async def run_erasures(items: int, root: Path) -> None:
     check = receipt.verification
     verified = check is not None and check.passed
     print(
-        f"ours          {seconds:7.3f} s  request to verified receipt ({receipt.status}, {receipt.forgotten:,} forgotten,"
-        f" verified: {verified}, {left_ours} left)"
+        f"ours          {seconds:7.3f} s  request to verified receipt ({receipt.status}, "
+        f"{receipt.forgotten:,} forgotten, verified: {verified}, {left_ours} left)"
     )
     print(f"page by page  {anchor:7.3f} s  {pages} pages of {LISTING_PAGE}, {forgotten:,} forgotten, {left_peers} left")
     ratio = anchor / seconds if seconds > 0 else float("inf")
@@ -147,7 +149,9 @@ async def run_start_delay(files: int, root: Path) -> None:
         entry = control.ensure_local_source(runtime.state, folder)
         started = time.perf_counter()
         backfill = asyncio.create_task(runtime.sync(entry.id))
-        while len(runtime.state.unit_states(entry.id)) < 300 and not backfill.done():
+        while True:  # the first batches are committed: the backfill is well under way
+            if len(runtime.state.unit_states(entry.id)) >= 300 or backfill.done():
+                break
             await asyncio.sleep(0.01)
         committed = len(runtime.state.unit_states(entry.id))
         asked = time.perf_counter()
