@@ -13,12 +13,15 @@ from the call to the last stored batch; the servers count what they were asked m
             the first sync, then an unchanged one;
   github    a repository of `--files` small files in folders of 100: the first sync, then an incremental
             sync after each commit of `--changes` files (8 in 10 modified, 1 added, 1 removed).
-It prints one table of every sync (requests, seconds, items stored and forgotten, each case's first sync as
-the anchor of its later ones), the GitHub requests per route, then the checks, and exits 1 when one fails:
-  an unchanged sync stores, forgets and reads nothing and asks each page, or the feed, exactly once with a
-  conditional request (the sitemap itself is asked once more, unconditionally: it carries no validator);
-  an incremental sync reads one blob per file with new content, and its other requests are as many after a
-  small commit as after a large one: they grow with the change, not with the repository.
+It prints one table of every sync (requests, seconds, items stored and forgotten; each case's first sync is
+the anchor its later syncs' requests and seconds are divided by), the GitHub requests per route, then the
+checks, and exits 1 when one fails:
+  first      every page, entry or file stored, none failed;
+  unchanged  nothing read, stored or forgotten, and each page, or the feed, asked exactly once, with a
+             conditional request answered 304 (the sitemap is asked once more: it is no unit of the source);
+  commits    one blob read per file with new content, one deletion per removed file, and besides the blobs
+             one comparison and, per job (the listing and each batch), no more requests than the first sync
+             made per job: what an incremental sync asks grows with the change, not with the repository.
 `--quick` is 50 pages, 100 entries and 1,000 files.
 """
 
@@ -62,7 +65,7 @@ FEED = "/feed.xml"
 SITEMAP = "/sitemap.xml"
 WARM_PAGE = "/warm-up"
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
-ROUTES = ("repo", "branch", "tree", "compare", "blob")  # the GitHub reader's file routes, in the order it asks
+ROUTES = ("repo", "branch", "tree", "compare", "blob")  # the routes a sync of files asks; others print after
 
 
 @dataclass(frozen=True)
@@ -154,15 +157,16 @@ def entry_xml(n: int) -> str:
     )
 
 
-def site_counts(site: WebSite) -> Counts:
-    return lambda: site.requests
+def counts_of(server: WebSite | FakeGitHub) -> Counts:
+    """What `server` was asked so far, per path (the web site) or per route (the fake GitHub)."""
+    return lambda: server.requests
 
 
 async def link_case(runtime: EmbeddedRuntime, site: WebSite, pages: int) -> tuple[list[Step], list[Check]]:
     request = SourceRequest(kind="link", target=site.url(SITEMAP), sitemap=True, id="bench-link")
     source_id = add_source(runtime.state, request).id
-    first = await timed(runtime, source_id, "first sync", site_counts(site), site.reset_counts)
-    unchanged = await timed(runtime, source_id, "unchanged sync", site_counts(site), site.reset_counts)
+    first = await timed(runtime, source_id, "first sync", counts_of(site), site.reset_counts)
+    unchanged = await timed(runtime, source_id, "unchanged sync", counts_of(site), site.reset_counts)
     paths = [page_path(n) for n in range(pages)]
     checks = [
         stored_check("link", first, pages),
@@ -174,8 +178,8 @@ async def link_case(runtime: EmbeddedRuntime, site: WebSite, pages: int) -> tupl
 async def rss_case(runtime: EmbeddedRuntime, site: WebSite, entries: int) -> tuple[list[Step], list[Check]]:
     request = SourceRequest(kind="rss", target=site.url(FEED), id="bench-rss", max_items=entries)
     source_id = add_source(runtime.state, request).id
-    first = await timed(runtime, source_id, "first sync", site_counts(site), site.reset_counts)
-    unchanged = await timed(runtime, source_id, "unchanged sync", site_counts(site), site.reset_counts)
+    first = await timed(runtime, source_id, "first sync", counts_of(site), site.reset_counts)
+    unchanged = await timed(runtime, source_id, "unchanged sync", counts_of(site), site.reset_counts)
     return [first, unchanged], [
         stored_check("rss", first, entries),
         unchanged_check("rss", unchanged, site, [FEED], "feed"),
@@ -287,15 +291,15 @@ def jobs(step: Step) -> int:
 
 def incremental_check(step: Step, change: Change, size: int, first: Step) -> Check:
     """One blob per file with new content, and besides them the first sync's cost per job and a comparison."""
-    per_job = others(first) / jobs(first)
+    per_job, compared = others(first) / jobs(first), step.requests["compare"]
     reads_ok = step.requests["blob"] == change.readable == step.stored == step.sync.upserts
-    fixed_ok = step.requests["compare"] == 1 and others(step) <= per_job * jobs(step) + 1
+    fixed_ok = compared == 1 and others(step) <= per_job * jobs(step) + 1
     return Check(
         "github",
         reads_ok and fixed_ok and step.sync.deletes == change.removed,
         f"{step.label}: {step.requests['blob']} blobs read for {change.readable} files with new content "
         f"({change.modified} modified, {change.added} added), {step.sync.deletes} deleted of {change.removed} "
-        f"removed; besides the blobs {step.requests['compare']} comparison and {others(step) - step.requests['compare']} "
+        f"removed; besides the blobs {compared} comparison and {others(step) - compared} "
         f"requests in {jobs(step)} jobs (the first sync: {per_job:.1f} per job): {step.asked / size:.2f} requests "
         "per file the commit touched, none that grows with the repository",
     )
@@ -305,7 +309,7 @@ async def github_case(
     runtime: EmbeddedRuntime, fake: FakeGitHub, repo: GitRepo, files: int, changes: Sequence[int]
 ) -> tuple[list[Step], list[Check]]:
     source_id = add_source(runtime.state, SourceRequest(kind="github", target=REPO, id="bench-github")).id
-    counts: Counts = lambda: fake.requests  # noqa: E731
+    counts = counts_of(fake)
     first = await timed(runtime, source_id, "first sync", counts, fake.reset_counts)
     steps, checks = [first], [stored_check("github", first, files)]
     commits = Commits(repo, list(range(files)), files)
@@ -385,8 +389,10 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-@dataclass
+@dataclass(frozen=True)
 class Servers:
+    """The loopback servers and the repository the fake GitHub serves (the commits go to it)."""
+
     site: WebSite
     fake: FakeGitHub
     repo: GitRepo
@@ -411,16 +417,10 @@ async def run(
         runtime.converter.warm(wait=True)
         warm = add_source(runtime.state, SourceRequest(kind="link", target=servers.site.url(WARM_PAGE), id="warm"))
         await runtime.sync(warm.id)
-        cases: dict[str, list[Step]] = {}
-        checks: list[Check] = []
-        for name, case in (
-            ("link", link_case(runtime, servers.site, args.pages)),
-            ("rss", rss_case(runtime, servers.site, args.entries)),
-            ("github", github_case(runtime, servers.fake, servers.repo, args.files, args.changes)),
-        ):
-            cases[name], found = await case
-            checks += found
-        return cases, checks
+        link, link_checks = await link_case(runtime, servers.site, args.pages)
+        rss, rss_checks = await rss_case(runtime, servers.site, args.entries)
+        github, github_checks = await github_case(runtime, servers.fake, servers.repo, args.files, args.changes)
+        return {"link": link, "rss": rss, "github": github}, [*link_checks, *rss_checks, *github_checks]
 
 
 def main() -> int:
@@ -438,7 +438,7 @@ def main() -> int:
         settings = Settings(data_dir=work / "data", allow_private_networks=True, github_api_url=servers.fake.url)
         if args.workers:
             settings = settings.model_copy(update={"convert_workers": args.workers})
-        print(f"embedded runtime: {settings.convert_workers} converter processes", flush=True)
+        print(f"embedded runtime, converter processes: {settings.convert_workers}", flush=True)
         cases, checks = asyncio.run(run(servers, settings, args))
     print()
     print_steps(cases)
