@@ -47,6 +47,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+# bench/sources.py, first on the path of a script run from bench/, would shadow the `sources` package.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from _celery import CeleryPipeline, MemorySampler, count_items, embedded_rss_line, print_report, run_celery
 
 from engines.contract import MetaFilter
