@@ -174,8 +174,14 @@ def read_member(root: str, archive_rel: str, member: str, rules: MemberRules) ->
                 data = _inflate(stream, info, rules.cap, unit_id)
         except (zipfile.BadZipFile, EOFError) as exc:
             raise InvalidRequestError(f"cannot read '{unit_id}': {REASON_MISMATCH}") from exc
-        except (OSError, ValueError, RuntimeError, NotImplementedError) as exc:
-            raise InvalidRequestError(f"cannot read '{unit_id}': unreadable member ({type(exc).__name__})") from exc
+        except (Error, MemoryError):
+            raise
+        except Exception as exc:
+            # A damaged stream surfaces as zlib.error, lzma.LZMAError, OSError (bz2) or ValueError: the member's
+            # fault, never the reader's.
+            raise InvalidRequestError(
+                f"cannot read '{unit_id}': its compressed data is damaged ({_kind(exc)})"
+            ) from exc
     return data, st, _member_version(local_version(st), info)
 
 
@@ -336,6 +342,12 @@ def _name_refusal(name: str, counts: dict[str, int]) -> str | None:
     if name.startswith("/") or "\x00" in name or any(part in ("", ".", "..") for part in name.split("/")):
         return REASON_UNSAFE_NAME
     return REASON_DUPLICATE if counts[name] > 1 else None
+
+
+def _kind(exc: Exception) -> str:
+    """An exception's class for a message, with its module when not built in (`zlib.error`, `ValueError`)."""
+    kind = type(exc)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
 
 
 def _member_version(archive_version: str, info: zipfile.ZipInfo) -> str:

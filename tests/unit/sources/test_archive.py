@@ -203,6 +203,7 @@ def hostile_archive() -> bytes:
             "a//b.md": "an empty part",
             "../up.md": "climbs out",
             "twice.md": "one",
+            "garbled.txt": "egret " * 5_000,  # its compressed stream is damaged below
             "good/last.md": "# Last\n\nkept too\n",
         }
     )
@@ -210,9 +211,22 @@ def hostile_archive() -> bytes:
     data = patched(data, "big.bin", file_size=11 * MIB)
     data = patched(data, "secret.md", flags=0x1)
     data = patched(data, "odd.md", method=99)
+    data = _garbled(data, "garbled.txt")
     # A second `twice.md`: zipfile warns about duplicate names when writing, so splice one in by hand.
     dup = zip_bytes({"twice.md": "two"})
     return _append_member(data, dup)
+
+
+def _garbled(data: bytes, name: str) -> bytes:
+    """`data` with bytes inside `name`'s compressed stream flipped, its headers left as they were."""
+    out = bytearray(data)
+    at = out.find(LOCAL)
+    while struct.unpack_from("<H", out, at + 26)[0] != len(name) or out[at + 30 : at + 30 + len(name)] != name.encode():
+        at = out.find(LOCAL, at + 4)
+    start = at + 30 + len(name) + struct.unpack_from("<H", out, at + 28)[0]
+    for index in range(start + 4, start + 36):
+        out[index] ^= 0x5A
+    return bytes(out)
 
 
 def _append_member(data: bytes, single: bytes) -> bytes:
@@ -233,7 +247,8 @@ def test_every_bad_member_is_refused_and_the_rest_is_offered(root: Path) -> None
     write(root, "h.zip", hostile_archive())
     reader = FolderReader(root)
     listing = reader.list_units()
-    assert ids(listing) == ["h.zip!/good/first.md", "h.zip!/good/last.md", "h.zip!/liar.txt"]
+    # A damaged stream or a lie about sizes shows only when inflating: both are offered, and refused when read.
+    assert ids(listing) == ["h.zip!/garbled.txt", "h.zip!/good/first.md", "h.zip!/good/last.md", "h.zip!/liar.txt"]
     reasons = skipped(listing)
     assert BOMB_REASON in reasons.pop("h.zip!/bomb.txt")
     assert reasons == {
@@ -259,6 +274,7 @@ def test_every_bad_member_is_refused_and_the_rest_is_offered(root: Path) -> None
         ("inner.zip", "archive inside an archive"),
         ("odd.md", "compression method 99 is not supported"),
         ("twice.md", "occurs more than once"),
+        ("garbled.txt", "its compressed data is damaged (zlib.error)"),
     ],
 )
 def test_reading_a_bad_member_is_an_invalid_request_naming_it(root: Path, member: str, reason: str) -> None:
