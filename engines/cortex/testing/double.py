@@ -91,6 +91,9 @@ class CortexDouble:
             self.log.reset()
             self.requests.clear()
             self.faults.clear()
+            if isinstance(self.routes, HostedRoutes):
+                self.routes.claims.clear()
+                self.routes.windows.clear()
 
     def advance(self, seconds: float) -> None:
         """Move the manual clock (`DoubleConfig(clock=ManualClock())`)."""

@@ -26,6 +26,7 @@ class Rule:
     method: str | None = None
     after_claim: bool = False
     seconds: float = 0.0
+    after: int = 0
 
     def matches(self, method: str, path: str) -> bool:
         if self.method is not None and self.method.upper() != method:
@@ -57,9 +58,11 @@ class Faults:
         match: str | None = None,
         method: str | None = None,
         after_claim: bool = False,
+        after: int = 0,
     ) -> None:
-        """The next `n` matching requests fail with `status` without being applied."""
-        self._add(Rule("fail", n, status, code, retry_after, match, method, after_claim))
+        """The next `n` matching requests fail with `status` without being applied (`after` of them let through
+        first: a batch refused part way)."""
+        self._add(Rule("fail", n, status, code, retry_after, match, method, after_claim, after=after))
 
     def fail_after_apply(self, n: int, status: int = 503, match: str | None = None, method: str | None = None) -> None:
         """The next `n` matching writes are applied, then answered with the failure: the outcome-unknown case."""
@@ -106,6 +109,9 @@ class Faults:
         with self._lock:
             for rule in self._rules:
                 if rule.knob == knob and rule.matches(method, path):
+                    if rule.after > 0:
+                        rule.after -= 1
+                        continue
                     if rule.remaining is not None:
                         rule.remaining -= 1
                         if rule.remaining <= 0:
