@@ -79,7 +79,7 @@ def test_one_long_line_is_cut_between_characters() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.text(alphabet=st.sampled_from("ab \n\f#é\"\\\t\x01"), min_size=1, max_size=400),
+    st.text(alphabet=st.sampled_from('ab \n\f#é"\\\t\x01'), min_size=1, max_size=400),
     st.integers(min_value=0, max_value=80),
     st.integers(min_value=0, max_value=120),
 )

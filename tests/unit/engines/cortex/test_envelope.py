@@ -81,7 +81,9 @@ def test_the_body_key_of_the_spec_and_its_shape() -> None:
 
 
 def test_v3_reads_back_and_an_observed_instant_keeps_its_milliseconds() -> None:
-    item = _worked_learning().model_copy(update={"meta": MemoryMeta(observed_at=datetime(2026, 1, 2, 3, 4, 5, 250000, UTC))})
+    item = _worked_learning().model_copy(
+        update={"meta": MemoryMeta(observed_at=datetime(2026, 1, 2, 3, 4, 5, 250000, UTC))}
+    )
     [event] = encode_item(item, item.fingerprint(), SCOPE)
     assert event.body["context"]["observed_at"] == "2026-01-02T03:04:05.250+00:00"
     envelope = decode(event.text, event.body["context"]["labels"])
@@ -114,7 +116,9 @@ def test_older_events_and_other_writers() -> None:
 
 
 def test_no_local_path_leaves_the_machine() -> None:
-    meta = MemoryMeta(workspace="/home/ana/notes", folder="/home/ana/notes/rust", file_path="/home/ana/notes/rust/own.md")
+    meta = MemoryMeta(
+        workspace="/home/ana/notes", folder="/home/ana/notes/rust", file_path="/home/ana/notes/rust/own.md"
+    )
     doc = Document.from_text("ownership and borrowing", meta=meta, title="Ownership")
     [event] = encode_item(doc, doc.fingerprint(), "app:tinymemory/app:documents")
     sent = json.dumps(event.body)
@@ -156,7 +160,10 @@ def test_phone_numbers_in_ids_are_redacted_and_still_found() -> None:
     assert envelope is not None and envelope.meta.thread_id == redacted_id(phone)
     assert admits(MetaFilter(thread_id=phone), envelope)
     # A narrowing label for a phone id is sent in both forms, so events from before redaction are found too.
-    assert narrowing_labels(MetaFilter(thread_id=phone)) == [f"tm:t:{digest(phone)}", f"tm:t:{digest(redacted_id(phone))}"]
+    assert narrowing_labels(MetaFilter(thread_id=phone)) == [
+        f"tm:t:{digest(phone)}",
+        f"tm:t:{digest(redacted_id(phone))}",
+    ]
     assert narrowing_labels(MetaFilter(thread_id="team@example.com")) == [f"tm:t:{digest('team@example.com')}"]
 
 
@@ -174,7 +181,12 @@ def test_turns_carry_their_place_and_tool_turns_derive_nothing() -> None:
     a = decode(first.text, first.body["context"]["labels"])
     b = decode(second.text, second.body["context"]["labels"])
     assert a is not None and a.turn == {"index": 0, "count": 2, "role": "user", "at": "2026-01-02T03:04:05Z"}
-    assert b is not None and b.turn == {"index": 1, "count": 2, "role": "tool", "tool_calls": [{"name": "tasks", "id": "c1"}]}
+    assert b is not None and b.turn == {
+        "index": 1,
+        "count": 2,
+        "role": "tool",
+        "tool_calls": [{"name": "tasks", "id": "c1"}],
+    }
     assert first.body["context"]["observed_at"] == "2026-01-02T03:04:05+00:00"
 
 

@@ -35,7 +35,9 @@ def fact(text: str, namespace: Namespace = Namespace.ROOT, **meta: object) -> Le
 
 
 async def test_fetch_interleaves_scopes_and_pages_with_its_cursor(either: Served) -> None:
-    items = [fact(f"zebra stripes fact {n}") for n in range(4)] + [fact(f"zebra agent fact {n}", AGENT) for n in range(2)]
+    items = [fact(f"zebra stripes fact {n}") for n in range(4)] + [
+        fact(f"zebra agent fact {n}", AGENT) for n in range(2)
+    ]
     async with either.engine() as engine:
         await engine.store_many(items)
         mark = either.mark()
@@ -83,10 +85,16 @@ async def test_a_split_document_gives_one_hit_at_its_best_piece_with_its_page(di
 async def test_recall_answers_from_the_fullest_pack_and_cites_every_scope(either: Served) -> None:
     async with either.engine() as engine:
         await engine.store_many(
-            [fact("the wombat sleeps by day"), fact("wombat burrows are deep"), fact("the wombat is the scout's", AGENT)]
+            [
+                fact("the wombat sleeps by day"),
+                fact("wombat burrows are deep"),
+                fact("the wombat is the scout's", AGENT),
+            ]
         )
         mark = either.mark()
-        answer = await engine.recall(RecallRequest(question="wombat", filter=MetaFilter(reach=Reach.of(AGENT)), limit=10))
+        answer = await engine.recall(
+            RecallRequest(question="wombat", filter=MetaFilter(reach=Reach.of(AGENT)), limit=10)
+        )
         assert answer.answer.startswith("Based on memory: ") and answer.model == "double-answer-1"
         assert len(answer.citations) == 3 and {c.kind for c in answer.citations} == {ItemKind.LEARNING}
         requests = either.double.requests[mark:]
@@ -94,7 +102,11 @@ async def test_recall_answers_from_the_fullest_pack_and_cites_every_scope(either
         assert len(packs) == 6  # a reach of(agent) names its nodes without discovery: two nodes, three kinds
         assert packs[0]["scope"].endswith("agent:scout/app:documents")  # the most specific node first
         assert packs[0]["budgets"]["per_layer_limits"] == {
-            "events": 20, "facts": 3, "beliefs": 3, "episodes": 2, "understanding": 2
+            "events": 20,
+            "facts": 3,
+            "beliefs": 3,
+            "episodes": 2,
+            "understanding": 2,
         }
         [asked] = [r.body for r in requests if r.path.endswith("answer")]
         assert asked["scope"].endswith("app:tinymemory/app:learnings")  # the root pack held two of the three

@@ -58,7 +58,11 @@ async def test_paging_through_server_pages_and_scopes_lists_every_item_once(eith
 
 async def test_a_conversation_is_listed_once_and_whole(either: Served) -> None:
     talk = Conversation(
-        turns=[Turn(role=Role.USER, text="first"), Turn(role=Role.ASSISTANT, text="second"), Turn(role=Role.USER, text="third")],
+        turns=[
+            Turn(role=Role.USER, text="first"),
+            Turn(role=Role.ASSISTANT, text="second"),
+            Turn(role=Role.USER, text="third"),
+        ],
         meta=MemoryMeta(thread_id="t-1"),
     )
     async with either.engine() as engine:
@@ -73,7 +77,7 @@ async def test_a_conversation_is_listed_once_and_whole(either: Served) -> None:
 
 
 async def test_a_split_document_missing_a_piece_is_left_out_and_named_by_export(direct: Served) -> None:
-    body = ("many words in a line\n" * 30_000)
+    body = "many words in a line\n" * 30_000
     doc = Document.from_text(body, meta=MemoryMeta(workspace="big"))
     async with direct.engine() as engine:
         receipt = await engine.store(doc)

@@ -19,10 +19,17 @@ KEY = EngineCredential.of("sk-registry-secret")
 def test_both_wires_are_offered_with_their_descriptors() -> None:
     offered = {d.id: d for d in list_engines()}
     assert offered["cortexdb"] == CORTEXDB_DESCRIPTOR and offered["tinyhumans"] == TINYHUMANS_DESCRIPTOR
-    assert (CORTEXDB_DESCRIPTOR.label, CORTEXDB_DESCRIPTOR.default_endpoint) == ("CortexDB", "https://api-v1.cortexdb.ai")
+    assert (CORTEXDB_DESCRIPTOR.label, CORTEXDB_DESCRIPTOR.default_endpoint) == (
+        "CortexDB",
+        "https://api-v1.cortexdb.ai",
+    )
     assert (TINYHUMANS_DESCRIPTOR.hosted, TINYHUMANS_DESCRIPTOR.default_endpoint) == (True, "https://api.tinyhumans.ai")
     for descriptor in (CORTEXDB_DESCRIPTOR, TINYHUMANS_DESCRIPTOR):
-        assert (descriptor.needs_key, descriptor.needs_endpoint, descriptor.fetch_modes) == (True, False, (FetchMode.HYBRID,))
+        assert (descriptor.needs_key, descriptor.needs_endpoint, descriptor.fetch_modes) == (
+            True,
+            False,
+            (FetchMode.HYBRID,),
+        )
 
 
 def test_building_picks_the_wire_and_the_default_endpoint() -> None:
@@ -67,7 +74,9 @@ def test_a_bearer_source_counts_as_a_key() -> None:
         async def bearer(self) -> str:
             return "fresh"
 
-    assert isinstance(build_engine("tinyhumans", EngineSettings(), EngineCredential.from_source(Source())), CortexEngine)
+    assert isinstance(
+        build_engine("tinyhumans", EngineSettings(), EngineCredential.from_source(Source())), CortexEngine
+    )
     assert "fresh" not in repr(EngineCredential.from_source(Source()))
 
 

@@ -30,7 +30,9 @@ SIBLING = Namespace.parse("team:kept")
 
 
 def fact(text: str, namespace: Namespace = Namespace.ROOT, tags: list[str] | None = None) -> Learning:
-    return Learning(text=text, kind=LearningKind.FACT, confidence=0.5, meta=MemoryMeta(namespace=namespace, tags=tags or []))
+    return Learning(
+        text=text, kind=LearningKind.FACT, confidence=0.5, meta=MemoryMeta(namespace=namespace, tags=tags or [])
+    )
 
 
 async def listed(server: Served) -> list[str]:
@@ -64,10 +66,14 @@ async def test_forget_by_ids_names_events_everywhere_and_counts_items(either: Se
 async def test_forget_by_filter_removes_only_what_it_matches_and_never_sends_an_empty_selector(either: Served) -> None:
     async with either.engine() as engine:
         await engine.store_many([fact(f"drop {n}", tags=["drop"]) for n in range(100)])
-        await engine.store_many([fact(f"drop {n}", tags=["drop"]) for n in range(100, 120)] + [fact("keep", tags=["keep"])])
+        await engine.store_many(
+            [fact(f"drop {n}", tags=["drop"]) for n in range(100, 120)] + [fact("keep", tags=["keep"])]
+        )
         mark = either.mark()
         assert (await engine.forget(ForgetTarget.by_filter(MetaFilter(tags_any=["drop"])))).forgotten == 120
-        batches = [len(r.body["selector"]["memory_ids"]) for r in either.double.requests[mark:] if r.path.endswith("forget")]
+        batches = [
+            len(r.body["selector"]["memory_ids"]) for r in either.double.requests[mark:] if r.path.endswith("forget")
+        ]
         assert batches == [100, 20]
         mark = either.mark()
         assert (await engine.forget(ForgetTarget.by_filter(MetaFilter(tags_any=["none"])))).forgotten == 0
@@ -89,7 +95,12 @@ async def test_hosted_forget_retries_what_is_transient(hosted: Served) -> None:
 async def _erasable(server: Served) -> None:
     async with server.engine() as engine:
         await engine.store_many(
-            [fact("node fact", NODE), fact("child fact", CHILD), fact("sandbox fact", SANDBOX), fact("sibling fact", SIBLING)]
+            [
+                fact("node fact", NODE),
+                fact("child fact", CHILD),
+                fact("sandbox fact", SANDBOX),
+                fact("sibling fact", SIBLING),
+            ]
         )
 
 
@@ -125,7 +136,11 @@ async def test_a_running_erasure_is_polled_until_done() -> None:
         async with direct.engine() as engine:
             report = await engine.erase(EraseRequest(reach=Reach.exact(SIBLING)))
         polls = [r for r in direct.double.requests if r.method == "GET" and r.path.startswith("v1/erasures/")]
-        assert len(polls) == 3 and [r.status for r in polls] == [200] * 3 and report.receipts == [polls[0].path.rpartition("/")[2]]
+        assert (
+            len(polls) == 3
+            and [r.status for r in polls] == [200] * 3
+            and report.receipts == [polls[0].path.rpartition("/")[2]]
+        )
 
 
 async def test_the_whole_tree_on_the_hosted_wire_is_one_delete(hosted: Served) -> None:

@@ -1,4 +1,4 @@
-"""Storing on CortexDB: what a batch costs on each wire, replays, part-way writes, refusals and outcome-unknown writes."""
+"""Storing on CortexDB: what a batch costs on each wire, replays, part-way writes, refusals, unknown outcomes."""
 
 from __future__ import annotations
 
@@ -27,7 +27,12 @@ from tests.unit.engines.cortex.helpers import Served, served
 
 def learnings(count: int, word: str = "fact", namespace: Namespace = Namespace.ROOT) -> list[Learning]:
     return [
-        Learning(text=f"{word} number {n} zq{word}{n}", kind=LearningKind.FACT, confidence=0.5, meta=MemoryMeta(namespace=namespace))
+        Learning(
+            text=f"{word} number {n} zq{word}{n}",
+            kind=LearningKind.FACT,
+            confidence=0.5,
+            meta=MemoryMeta(namespace=namespace),
+        )
         for n in range(count)
     ]
 
@@ -176,7 +181,7 @@ async def test_hosted_retries_a_limiter_refusal_and_a_first_conflict_is_a_confli
 async def test_a_claim_taken_but_never_applied_is_an_unknown_outcome(hosted: Served) -> None:
     hosted.double.faults.fail_next(1, match="memory/experience", after_claim=True)
     async with hosted.engine(timing=Timing(write_recovery=0.1, poll=0.01, retry_backoff=0.001)) as engine:
-        with pytest.raises(UnavailableError, match="outcome of an event written to scope .* is unknown"):
+        with pytest.raises(UnavailableError, match=r"outcome of an event written to scope .* is unknown"):
             await engine.store(Document.from_text("claimed, lost"))
         assert not (await engine.store(Document.from_text("claimed, lost"))).replayed
     assert len(hosted.double.events()) == 1

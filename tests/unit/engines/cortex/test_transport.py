@@ -264,10 +264,17 @@ async def test_every_status_maps_to_its_error_kind(status: int, kind: type[Error
 
 
 async def test_hosted_codes_default_by_status_and_credits_are_told_apart() -> None:
-    for status, code in ((401, "UNAUTHORIZED"), (402, "USER_INSUFFICIENT_CREDITS"), (429, "RATE_LIMITED"), (500, "HTTP_500")):
+    for status, code in (
+        (401, "UNAUTHORIZED"),
+        (402, "USER_INSUFFICIENT_CREDITS"),
+        (429, "RATE_LIMITED"),
+        (500, "HTTP_500"),
+    ):
         limiter = {"error": {"message": "Rate limit exceeded.", "type": "rate_limit_error"}}
         with pytest.raises(Error) as caught:
-            await _transport(Recorder(_json(status, limiter)), CortexWire.TINYHUMANS).send(Call("POST", "memory/answer", body={}))
+            await _transport(Recorder(_json(status, limiter)), CortexWire.TINYHUMANS).send(
+                Call("POST", "memory/answer", body={})
+            )
         assert error_code(caught.value) == code
         assert is_insufficient_credits(caught.value) == (status == 402)
     with pytest.raises(ConflictError):  # older backends answered a claimed key with 400 CONFLICT
