@@ -22,6 +22,8 @@ from pipeline.scrub._view import TextFacts
 
 CandidateCheck = Callable[[str, int, int, Policy], bool]
 """Whether the candidate `view[start:end]` passes its class's gate under the policy."""
+SpanCheck = Callable[[str, int, int, Policy], "tuple[int, int] | None"]
+"""The identifier within the candidate `view[start:end]`, or None: for classes whose match may be too long."""
 Gate = Callable[[TextFacts], bool]
 
 LOOKBACK = 80
@@ -29,11 +31,13 @@ LOOKBACK = 80
 before the first match of its class's hint."""
 
 
-def _on_text(check: Callable[[str], bool]) -> CandidateCheck:
+def on_text(check: Callable[[str], bool]) -> CandidateCheck:
+    """A check of the candidate's text alone."""
     return lambda view, start, end, _policy: check(view[start:end])
 
 
-def _format_only(_view: str, _start: int, _end: int, _policy: Policy) -> bool:
+def format_only(_view: str, _start: int, _end: int, _policy: Policy) -> bool:
+    """The check of a class whose pattern is the whole test."""
     return True
 
 
@@ -50,9 +54,10 @@ class PiiClass:
     token: str
     group: int  # the capturing classes replace only the digits, so the keyword stays visible
     bare_numeric: bool  # left out of `has_likely_pii` (safety.md §6.9)
+    narrow: SpanCheck | None = None  # when set, decides instead of `check` and may shorten the hit
 
 
-def _cls(
+def pii_class(
     name: str,
     pattern: str,
     gate: Gate,
@@ -62,46 +67,71 @@ def _cls(
     *,
     group: int = 0,
     bare: bool = False,
+    narrow: SpanCheck | None = None,
 ) -> PiiClass:
+    """A class whose hint is `[0-9]` followed by `hint_tail`, and whose token is `[REDACTED_PII_<token>]`."""
     hint = re.compile("[0-9]" + hint_tail)
-    token = f"[REDACTED_PII_{token}]"
-    return PiiClass(name, re.compile(pattern), gate, hint, hint_tail, check, token, group, bare)
+    return PiiClass(name, re.compile(pattern), gate, hint, hint_tail, check, f"[REDACTED_PII_{token}]", group, bare, narrow)
+
+
+def _union(classes: tuple[PiiClass, ...]) -> re.Pattern[str]:
+    return re.compile("[0-9](?:" + "|".join(sorted({c.hint_tail for c in classes})) + ")")
+
+
+@dataclass(frozen=True)
+class ClassTable:
+    """The classes of one rule set, in priority order, and the union of their hints.
+
+    `alone` names classes whose hint matches far more often than the rest (a phone's seven digits are in
+    every IP address): the others have a union of their own, so a text that only such a class's hint
+    matches runs only that class.
+    """
+
+    classes: tuple[PiiClass, ...]
+    any_hint: re.Pattern[str]
+    others_hint: re.Pattern[str]
+    alone: frozenset[str]
+
+    @staticmethod
+    def of(classes: tuple[PiiClass, ...], alone: frozenset[str] = frozenset()) -> ClassTable:
+        others = tuple(c for c in classes if c.name not in alone)
+        return ClassTable(classes, _union(classes), _union(others) if others else re.compile("(?!)"), alone)
 
 
 PII_CLASSES: tuple[PiiClass, ...] = (
-    _cls(
+    pii_class(
         "cpf_formatted",
         r"\b[0-9]{3}\.[0-9]{3}\.[0-9]{3}-[0-9]{2}\b",
         lambda f: f.has_digit and f.has(".") and f.has("-"),
         r"[0-9]{2}\.[0-9]{3}\.[0-9]{3}-[0-9]{2}",
-        _on_text(checksums.cpf_valid),
+        on_text(checksums.cpf_valid),
         "CPF",
     ),
-    _cls(
+    pii_class(
         "cnpj_formatted",
         r"\b[0-9]{2}\.[0-9]{3}\.[0-9]{3}/[0-9]{4}-[0-9]{2}\b",
         lambda f: f.has_digit and f.has(".") and f.has("/") and f.has("-"),
         r"[0-9]\.[0-9]{3}\.[0-9]{3}/[0-9]{4}-[0-9]{2}",
-        _on_text(checksums.cnpj_valid),
+        on_text(checksums.cnpj_valid),
         "CNPJ",
     ),
-    _cls(
+    pii_class(
         "cuit",
         r"\b[0-9]{2}-[0-9]{8}-[0-9]\b",
         lambda f: f.has_digit and f.has("-"),
         r"[0-9]-[0-9]{8}-[0-9]",
-        _on_text(checksums.cuit_valid),
+        on_text(checksums.cuit_valid),
         "CUIT",
     ),
-    _cls(
+    pii_class(
         "iban",
         r"\b[A-Z]{2}[0-9]{2}(?:\s?[A-Z0-9]){11,30}\b",
         lambda f: f.has_upper() and f.has_digit,
         r"(?<=[A-Z]{2}[0-9])[0-9](?:\s?[A-Z0-9]){11}",
-        _on_text(checksums.iban_valid),
+        on_text(checksums.iban_valid),
         "IBAN",
     ),
-    _cls(
+    pii_class(
         "credit_card",
         r"\b(?:[0-9][\s\-]?){13,19}\b",
         lambda f: f.digits >= 13,
@@ -110,125 +140,126 @@ PII_CLASSES: tuple[PiiClass, ...] = (
         "CREDIT_CARD",
         bare=True,
     ),
-    _cls(
+    pii_class(
         "cnpj_bare",
         r"\b[0-9]{14}\b",
         lambda f: f.run >= 14,
         r"[0-9]{13}",
-        _on_text(checksums.cnpj_valid),
+        on_text(checksums.cnpj_valid),
         "CNPJ",
         bare=True,
     ),
-    _cls(
+    pii_class(
         "cpf_bare",
         r"\b[0-9]{11}\b",
         lambda f: f.run >= 11,
         r"[0-9]{10}",
-        _on_text(checksums.cpf_valid),
+        on_text(checksums.cpf_valid),
         "CPF",
         bare=True,
     ),
-    _cls(
+    pii_class(
         "aadhaar_grouped",
         r"\b[0-9]{4}[\s\-][0-9]{4}[\s\-][0-9]{4}\b",
         lambda f: f.digits >= 12 and (f.has_space() or f.has("-")),
         r"[0-9]{3}[\s\-][0-9]{4}[\s\-][0-9]{4}",
-        _on_text(checksums.verhoeff_valid),
+        on_text(checksums.verhoeff_valid),
         "AADHAAR",
     ),
-    _cls(
+    pii_class(
         "aadhaar_keyword",
         r"(?i)(?:aadhaar|aadhar|आधार|uidai|uid)[\s:#\-no.]{0,10}([0-9]{12})\b",
         lambda f: f.aadhaar_keyword(),
         r"[0-9]{11}",
-        _on_text(checksums.verhoeff_valid),
+        on_text(checksums.verhoeff_valid),
         "AADHAAR",
         group=1,
     ),
-    _cls(
+    pii_class(
         "dni",
         r"(?i)\b[0-9]{8}[A-Z]\b",
         lambda f: f.run >= 8 and f.has_letter(),
         r"(?i:[0-9]{7}[A-Z])",
-        _on_text(checksums.dni_valid),
+        on_text(checksums.dni_valid),
         "DNI",
     ),
-    _cls(
+    pii_class(
         "nie",
         r"(?i)\b[XYZ][0-9]{7}[A-Z]\b",
         lambda f: f.has_nie_letter() and f.run >= 7 and f.has_letter(),
         r"(?i:[0-9]{6}[A-Z])",
-        _on_text(checksums.nie_valid),
+        on_text(checksums.nie_valid),
         "DNI",
     ),
-    _cls(
+    pii_class(
         "nino",
         r"(?i)\b[A-Z]{2}[0-9]{6}[A-D]\b",
         lambda f: f.run >= 6 and f.has_letter(),
         r"(?i:[0-9]{5}[A-D])",
-        _on_text(checksums.nino_valid),
+        on_text(checksums.nino_valid),
         "NINO",
     ),
-    _cls(
+    pii_class(
         "ssn",
         r"\b[0-9]{3}-[0-9]{2}-[0-9]{4}\b",
         lambda f: f.has_digit and f.has("-"),
         r"[0-9]{2}-[0-9]{2}-[0-9]{4}",
-        _on_text(checksums.ssn_valid),
+        on_text(checksums.ssn_valid),
         "SSN",
     ),
-    _cls(
+    pii_class(
         "rrn",
         r"\b[0-9]{6}-[1-4][0-9]{6}\b",
         lambda f: f.run >= 6 and f.has("-"),
         r"[0-9]{5}-[1-4][0-9]{6}",
-        _format_only,
+        format_only,
         "RRN",
     ),
-    _cls(
+    pii_class(
         "rfc",
         r"(?i)\b[A-ZÑ&]{3,4}[0-9]{6}[A-Z0-9]{3}\b",
         lambda f: f.run >= 6,
         r"(?i:[0-9]{5}[A-Z0-9]{3})",
-        _format_only,
+        format_only,
         "RFC",
     ),
-    _cls(
+    pii_class(
         "pan_in",
         r"(?i)\b[A-Z]{5}[0-9]{4}[A-Z]\b",
         lambda f: f.run >= 4 and f.has_letter(),
         r"(?i:[0-9]{3}[A-Z])",
-        _format_only,
+        format_only,
         "PAN_IN",
     ),
-    _cls(
+    pii_class(
         "phone_e164",
         r"\+[0-9]{7,15}\b",
         lambda f: f.has("+") and f.run >= 7,
         r"(?<=\+[0-9])[0-9]{6}",
-        _format_only,
+        format_only,
         "PHONE",
         bare=True,
     ),
-    _cls(
+    pii_class(
         "phone_nanp",
         r"\b(?:\+?1[\s.\-]?)?\(?([2-9][0-9]{2})\)?[\s.\-]?([2-9][0-9]{2})[\s.\-]?([0-9]{4})\b",
         lambda f: f.nanp_separator() or f.run >= 11,
         r"(?<=[2-9])[0-9]{2}\)?[\s.\-]?[2-9][0-9]{2}[\s.\-]?[0-9]{4}",
-        _format_only,
+        format_only,
         "PHONE",
         bare=True,
     ),
-    _cls(
+    pii_class(
         "my_number",
         r"(?:マイナンバー|個人番号|My\s?Number)[\s:はがを、.\-]{0,12}([0-9]{12})\b",
         lambda f: f.my_number_keyword(),
         r"[0-9]{11}",
-        _format_only,
+        format_only,
         "MYNUMBER",
         group=1,
     ),
 )
 
-ANY_HINT = re.compile("[0-9](?:" + "|".join(sorted({c.hint_tail for c in PII_CLASSES})) + ")")
+SPEC_TABLE = ClassTable.of(PII_CLASSES)
+ANY_HINT = SPEC_TABLE.any_hint
 """Matches wherever some class's hint does: no match, no class can match."""

@@ -9,8 +9,12 @@ continuation fragments is dropped) are part of the behaviour the Rust implementa
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from pipeline.scrub._needles import FoldedText
+
+ValueFilter = Callable[[str], bool]
+"""Whether a value that passed its floor is redacted; the extended rules spare placeholders and words."""
 
 REDACTED = "[REDACTED]"
 SECRET_MARKER = "/secret/"
@@ -61,10 +65,13 @@ def _redact_continuations(text: str, cursor: int, out: list[str]) -> tuple[int, 
     return cursor, hits
 
 
-def _redact_value(text: str, start: int, aggressive: bool, out: list[str]) -> tuple[int, int]:
+def _redact_value(
+    text: str, start: int, aggressive: bool, out: list[str], accepts: ValueFilter | None
+) -> tuple[int, int]:
     """Handle the value starting at `start`; return (where the unhandled text begins, hits)."""
     end = _run_end(text, start)
-    if end - start < _first_floor(text[start:end], aggressive):
+    value = text[start:end]
+    if end - start < _first_floor(value, aggressive) or (accepts is not None and not accepts(value)):
         out.append(text[start:end])  # too short to be a secret
         return end, 0
     out.append(REDACTED)
@@ -87,9 +94,12 @@ def _next_marker(probe: FoldedText, pos: int) -> tuple[int, str] | None:
     return bearer, BEARER_MARKER
 
 
-def redact_markers(probe: FoldedText) -> tuple[str, int]:
+def redact_markers(probe: FoldedText, accepts: ValueFilter | None = None) -> tuple[str, int]:
     """Replace the values after credential markers; return the new text (the same object when no marker
-    occurs) and the number of values and continuation fragments replaced."""
+    occurs) and the number of values and continuation fragments replaced.
+
+    `accepts`, when given, must also accept a first value; safety.md has no such filter.
+    """
     text = probe.text
     marker = _next_marker(probe, 0)
     if marker is None:
@@ -106,7 +116,7 @@ def redact_markers(probe: FoldedText) -> tuple[str, int]:
         if text[start : start + 1] in _WRAPPERS:
             start += 1
         out.append(text[pos:start])
-        pos, value_hits = _redact_value(text, start, aggressive, out)
+        pos, value_hits = _redact_value(text, start, aggressive, out, accepts)
         hits += value_hits
         marker = _next_marker(probe, pos)
     out.append(text[pos:])

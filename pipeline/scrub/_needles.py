@@ -80,3 +80,32 @@ class NeedleSet:
 
     def occurs_in(self, haystack: str) -> bool:
         return bool(self.needles) and self._pattern.search(haystack) is not None
+
+
+class NeedleIndex:
+    """Where several literals occur in a text: one scan finds candidates at each needle's rarest character,
+    whose lookarounds confirm a needle there, and the needles sharing that character are then told apart.
+
+    Unlike `NeedleSet` it keeps needles that hold another, since each may stand for a different pattern.
+    """
+
+    def __init__(self, needles: Iterable[str]) -> None:
+        self.needles = tuple(sorted(set(needles)))
+        self._by_anchor: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for needle in self.needles:
+            at = _anchor(needle)
+            self._by_anchor[needle[at]].append((needle, at))
+        self.pattern = _needle_pattern(self.needles)
+        """Matches at the rarest character of some needle's occurrence; with `pos` and `endpos` its lookbehinds
+        still see before `pos`, while its lookaheads stop at `endpos`."""
+
+    def occurrences(self, haystack: str) -> list[tuple[int, str]]:
+        """Every (start, needle) in the haystack, in order of their rarest characters."""
+        found: list[tuple[int, str]] = []
+        for match in self.pattern.finditer(haystack):
+            pos = match.start()
+            for needle, at in self._by_anchor[haystack[pos]]:
+                start = pos - at
+                if start >= 0 and haystack.startswith(needle, start):
+                    found.append((start, needle))
+        return found

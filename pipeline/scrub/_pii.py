@@ -1,5 +1,5 @@
 """Stage 4: personal identifiers, matched on the normalised view and spliced back onto the original text
-(safety.md §6.1, §6.8). The classes themselves are in `_classes`."""
+(safety.md §6.1, §6.8). The classes are in `_classes` (safety.md's) and `_identifiers` (the extended ones)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from pipeline.scrub._classes import ANY_HINT, LOOKBACK, PII_CLASSES, PiiClass
+from pipeline.scrub._classes import LOOKBACK, SPEC_TABLE, ClassTable, PiiClass
+from pipeline.scrub._emails import EMAIL_CLASS, find_emails
+from pipeline.scrub._identifiers import EXTENDED_TABLE
 from pipeline.scrub._report import DEFAULT_POLICY, Policy
 from pipeline.scrub._view import MatchingView, TextFacts, matching_view
 
@@ -20,6 +22,11 @@ class PiiHit(NamedTuple):
     pii_class: PiiClass
 
 
+def table_for(policy: Policy) -> ClassTable:
+    """The classes the policy's rule set runs."""
+    return SPEC_TABLE if policy.is_spec else EXTENDED_TABLE
+
+
 def _candidates(pii_class: PiiClass, view: str) -> Iterator[re.Match[str]]:
     hint = pii_class.hint.search(view)
     if hint is None:
@@ -28,17 +35,27 @@ def _candidates(pii_class: PiiClass, view: str) -> Iterator[re.Match[str]]:
     yield from pii_class.pattern.finditer(view, max(0, hint.start() - LOOKBACK))
 
 
-def find_hits(view: str, policy: Policy, *, include_bare: bool = True) -> Iterator[PiiHit]:
+def find_hits(
+    view: str, policy: Policy, *, include_bare: bool = True, table: ClassTable | None = None
+) -> Iterator[PiiHit]:
     """Yield the passing hits of every class whose gate opens, in class order (overlaps not resolved)."""
-    if ANY_HINT.search(view) is None:
+    table = table or table_for(policy)
+    if table.any_hint.search(view) is None:
         return
     facts = TextFacts(view)
-    for pii_class in PII_CLASSES:
+    others = not table.alone or table.others_hint.search(view) is not None
+    for pii_class in table.classes:
         if (pii_class.bare_numeric and not include_bare) or not pii_class.gate(facts):
+            continue
+        if not others and pii_class.name not in table.alone:
             continue
         for match in _candidates(pii_class, view):
             start, end = match.span(pii_class.group)
-            if pii_class.check(view, start, end, policy):
+            if pii_class.narrow is not None:
+                span = pii_class.narrow(view, start, end, policy)
+                if span is not None:
+                    yield PiiHit(span[0], span[1], pii_class)
+            elif pii_class.check(view, start, end, policy):
                 yield PiiHit(start, end, pii_class)
 
 
@@ -67,13 +84,16 @@ def _splice(text: str, view: MatchingView, hits: list[PiiHit]) -> str:
 def redact_identifiers(text: str, policy: Policy) -> tuple[str, int]:
     """Replace every kept PII hit with its class token; return the new text and the number replaced."""
     view = matching_view(text)
-    hits = resolve_overlaps(list(find_hits(view.text, policy)))
+    hits = list(find_hits(view.text, policy))
+    if policy.redact_emails:
+        hits.extend(PiiHit(start, end, EMAIL_CLASS) for start, end in find_emails(view.text))
+    hits = resolve_overlaps(hits)
     if not hits:
         return text, 0
     return _splice(text, view, hits), len(hits)
 
 
-def has_identifier(text: str) -> bool:
+def has_identifier(text: str, policy: Policy = DEFAULT_POLICY) -> bool:
     """True when a class other than the bare-numeric ones has a passing hit."""
     view = matching_view(text)
-    return next(find_hits(view.text, DEFAULT_POLICY, include_bare=False), None) is not None
+    return next(find_hits(view.text, policy, include_bare=False), None) is not None

@@ -9,6 +9,16 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
+class RuleSet(Enum):
+    """Which rules scrub: today's, or exactly safety.md's (for ids byte-identical with the Rust implementation)."""
+
+    EXTENDED = "extended"
+    """safety.md's rules, corrected and widened (see the package docstring): the default."""
+
+    SPEC = "spec"
+    """safety.md's rules exactly, misses and false positives included."""
+
+
 class BareCardGate(Enum):
     """How much evidence a bare run of 13-19 digits needs before it is redacted as a card number."""
 
@@ -21,14 +31,32 @@ class BareCardGate(Enum):
 
 @dataclass(frozen=True)
 class Policy:
-    """How aggressive the PII stage is; the default redacts most."""
+    """Which rules run and how aggressive the PII stage is; the default redacts most of what it claims.
+
+    `redact_emails` applies under both rule sets: safety.md detects addresses and never redacts them, which
+    stays the default.
+    """
 
     bare_card: BareCardGate = BareCardGate.LUHN_ONLY
+    rules: RuleSet = RuleSet.EXTENDED
+    redact_emails: bool = False
 
     @staticmethod
     def corroborated() -> Policy:
-        """The policy for machine payloads, where 13-digit millisecond timestamps pass Luhn 1 time in 10."""
+        """The policy for machine payloads, where 13-digit millisecond timestamps pass Luhn 1 time in 10.
+
+        Bare digit runs of the other checksum classes (Aadhaar, undashed Korean RRN) then need a keyword too.
+        """
         return Policy(bare_card=BareCardGate.CORROBORATED)
+
+    @staticmethod
+    def spec_compatible() -> Policy:
+        """safety.md's behaviour exactly, so that item ids match the Rust implementation's byte for byte."""
+        return Policy(rules=RuleSet.SPEC)
+
+    @property
+    def is_spec(self) -> bool:
+        return self.rules is RuleSet.SPEC
 
 
 DEFAULT_POLICY = Policy()

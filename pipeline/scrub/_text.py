@@ -2,29 +2,41 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
+from pipeline.scrub._credentials import has_credential, redact_credentials
+from pipeline.scrub._emails import has_email
 from pipeline.scrub._keys import has_private_key, redact_private_keys
 from pipeline.scrub._markers import redact_markers
 from pipeline.scrub._needles import FoldedText
 from pipeline.scrub._pii import has_identifier, redact_identifiers
 from pipeline.scrub._report import DEFAULT_POLICY, Policy, SanitizationReport, Sanitized
 from pipeline.scrub._shapes import has_credential_shape, redact_shapes
+from pipeline.scrub._values import is_placeholder
+from pipeline.scrub._words import is_ordinary
 
 _MAX_PASSES = 16
-_EMAIL = re.compile(r"(?i)\b[A-Z0-9._%+-]+@[A-Z0-9.-]+\.[A-Z]{2,}\b")
+
+
+def _marker_value_accepted(value: str) -> bool:
+    # "Bearer tokens are...", "/secret/create": a word or a placeholder after a marker is not its value.
+    return not (is_placeholder(value) or is_ordinary(value))
 
 
 def _sanitize_once(text: str, policy: Policy) -> tuple[str, SanitizationReport]:
-    """The four stages of safety.md §2, in order, each on the previous one's output."""
+    """The four stages of safety.md §2, in order, each on the previous one's output.
+
+    Under the extended rules stage 3 is `_credentials` (URLs, vendor formats, values after secret-like
+    names) instead of safety.md's 18 shapes, and stages 1, 2 and 4 run their extended variants.
+    """
+    extended = not policy.is_spec
     # The stages share one fold of the text until one of them changes it.
     probe = FoldedText(text)
-    text, blocks = redact_private_keys(probe)
+    text, blocks = redact_private_keys(probe, extended=extended)
     probe = _refold(probe, text)
-    text, markers = redact_markers(probe)
+    text, markers = redact_markers(probe, _marker_value_accepted if extended else None)
     probe = _refold(probe, text)
-    text, shapes = redact_shapes(probe)
+    text, shapes = redact_credentials(probe) if extended else redact_shapes(probe)
     text, identifiers = redact_identifiers(text, policy)
     report = SanitizationReport(
         blocked_secret_hits=blocks, text_redactions=markers + shapes, pii_redactions=identifiers
@@ -60,7 +72,7 @@ def _until_stable(one_pass: Callable[[str], tuple[str, SanitizationReport]], tex
 
 
 def redact_credential_markers(text: str) -> str:
-    """Stage 2 alone: replace the values after `/secret/` and `Bearer `.
+    """Stage 2 alone, as safety.md §4 has it: replace the values after `/secret/` and `Bearer `.
 
     Returns the same object, uncopied, when neither marker occurs.
     """
@@ -80,21 +92,24 @@ def redact_pii(text: str, policy: Policy = DEFAULT_POLICY) -> Sanitized[str]:
     return _until_stable(lambda current: _redact_pii_once(current, policy), text)
 
 
-def has_likely_secret(text: str) -> bool:
-    """True when a private-key block or a credential shape occurs; markers alone are not consulted."""
+def has_likely_secret(text: str, policy: Policy = DEFAULT_POLICY) -> bool:
+    """True when a private-key block or a credential occurs; markers alone are not consulted."""
     probe = FoldedText(text)
-    return has_private_key(probe) or has_credential_shape(probe)
+    if policy.is_spec:
+        return has_private_key(probe) or has_credential_shape(probe)
+    return has_private_key(probe, extended=True) or has_credential(probe)
 
 
-def has_likely_pii(text: str) -> bool:
+def has_likely_pii(text: str, policy: Policy = DEFAULT_POLICY) -> bool:
     """True when an identifier of a checked or keyword class occurs.
 
-    Bare numbers (cards, bare CPF and CNPJ, phones) are left out: this guards namespaces and keys, where
-    scanner-built ids (chat ids, numeric peer ids, millisecond timestamps) would be refused constantly.
+    Bare numbers (cards, bare CPF, CNPJ and Aadhaar, undashed RRN, phones) are left out: this guards
+    namespaces and keys, where scanner-built ids (chat ids, numeric peer ids, millisecond timestamps)
+    would be refused constantly.
     """
-    return has_identifier(text)
+    return has_identifier(text, policy)
 
 
 def has_likely_email(text: str) -> bool:
-    """True when the text holds an email address. Addresses are detected, never redacted."""
-    return "@" in text and _EMAIL.search(text) is not None
+    """True when the text holds an email address. Addresses are detected; `Policy.redact_emails` redacts."""
+    return has_email(text)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 
 _ZERO_WIDTH = "\u200b\u200c\u200d\u200e\u200f\u2060\u180e\ufeff"
 _FOLDS: dict[int, str | None] = {ord(c): None for c in _ZERO_WIDTH}
@@ -67,6 +68,7 @@ class TextFacts:
         # bytes.lower() lowers ASCII only and keeps the UTF-8 of everything else: the ASCII-case-insensitive
         # probe the spec asks for. surrogatepass keeps a lone surrogate from raising.
         self._utf8 = view.encode("utf-8", "surrogatepass")
+        self._lowered: bytes | None = None
         runs = [len(run) for run in self._utf8.translate(_DIGITS_ONLY).split()]
         self.digits = sum(runs)
         """The number of ASCII digits."""
@@ -80,14 +82,27 @@ class TextFacts:
     def has(self, char: str) -> bool:
         return char in self.view
 
-    def has_letter(self) -> bool:
+    # Several gates ask the same question of one view, so each answer is kept once found.
+    @cached_property
+    def _letter(self) -> bool:
         return _ASCII_LETTER.search(self.view) is not None
 
-    def has_upper(self) -> bool:
+    @cached_property
+    def _upper(self) -> bool:
         return _ASCII_UPPER.search(self.view) is not None
 
-    def has_space(self) -> bool:
+    @cached_property
+    def _space(self) -> bool:
         return _ASCII_SPACE.search(self.view) is not None
+
+    def has_letter(self) -> bool:
+        return self._letter
+
+    def has_upper(self) -> bool:
+        return self._upper
+
+    def has_space(self) -> bool:
+        return self._space
 
     def has_nie_letter(self) -> bool:
         return _NIE_LETTER.search(self.view) is not None
@@ -95,12 +110,23 @@ class TextFacts:
     def nanp_separator(self) -> bool:
         return _NANP_SEPARATOR.search(self.view) is not None
 
+    @property
+    def lowered(self) -> bytes:
+        """The view's UTF-8 with ASCII letters lowered, computed once."""
+        if self._lowered is None:
+            self._lowered = self._utf8.lower()
+        return self._lowered
+
+    def has_any(self, needles: tuple[bytes, ...]) -> bool:
+        """True when one of the (lower-case UTF-8) needles occurs, ASCII letters compared in any case."""
+        lowered = self.lowered
+        return any(needle in lowered for needle in needles)
+
     def aadhaar_keyword(self) -> bool:
-        lowered = self._utf8.lower()
-        return any(needle in lowered for needle in _AADHAAR_NEEDLES)
+        return self.has_any(_AADHAAR_NEEDLES)
 
     def my_number_keyword(self) -> bool:
         if any(needle in self.view for needle in _MY_NUMBER_NEEDLES):
             return True
-        lowered = self._utf8.lower()
+        lowered = self.lowered
         return b"my" in lowered and b"number" in lowered

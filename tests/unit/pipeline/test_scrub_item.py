@@ -38,7 +38,7 @@ IDENTIFIERS = {
 }
 
 
-def _meta(url: str | None = "https://x.example/cb?access_token=abc&x=1") -> MemoryMeta:
+def _meta(url: str | None = "https://x.example/cb?access_token=abc123XYZ789&x=1") -> MemoryMeta:
     return MemoryMeta(
         namespace=Namespace.parse("agent:writer"),
         url=url,
@@ -52,7 +52,7 @@ def _meta(url: str | None = "https://x.example/cb?access_token=abc&x=1") -> Memo
 
 
 def _assert_meta_scrubbed(before: MemoryMeta, after: MemoryMeta) -> None:
-    assert after.url == "https://x.example/cb?[REDACTED]&x=1"
+    assert after.url == "https://x.example/cb?access_token=[REDACTED]&x=1"
     assert after.model_copy(update={"url": before.url}) == before
 
 
@@ -85,7 +85,7 @@ def test_a_uri_body_is_left_for_the_source_to_resolve() -> None:
     scrubbed = scrub_item(item).value
     assert isinstance(scrubbed, Document)
     assert scrubbed.body.uri == "https://x.example/?token=abc"
-    assert scrubbed.title == "[REDACTED]"
+    assert scrubbed.title == "password: [REDACTED]"
 
 
 def test_conversation_turn_texts_only() -> None:

@@ -91,7 +91,8 @@ def test_strings_run_through_sanitize_text_with_the_policy() -> None:
 
 
 def test_a_top_level_string_or_scalar() -> None:
-    assert sanitize_json("password: hunter2").value == "[REDACTED]"
+    assert sanitize_json("password: hunter2").value == "password: [REDACTED]"
+    assert sanitize_json("password: hunter2", Policy.spec_compatible()).value == "[REDACTED]"
     assert sanitize_json(3).value == 3
     assert sanitize_json(None).value is None
 

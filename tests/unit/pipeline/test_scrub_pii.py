@@ -7,9 +7,11 @@ from collections.abc import Callable
 import pytest
 
 from pipeline.scrub import _checksums as checksums
-from pipeline.scrub import has_likely_pii, redact_pii, sanitize_text
+from pipeline.scrub import Policy, has_likely_pii, redact_pii, sanitize_text
 from pipeline.scrub._classes import PII_CLASSES
 from pipeline.scrub._view import TextFacts
+
+SPEC = Policy.spec_compatible()
 
 # The spec's table of classes: name, token, and whether `has_likely_pii` leaves it out.
 CLASS_TABLE = [
@@ -135,10 +137,10 @@ def test_classes_are_in_priority_order() -> None:
 
 @pytest.mark.parametrize(("text", "expected"), PII_VECTORS)
 def test_pii_vector(text: str, expected: str) -> None:
-    result = redact_pii(text)
+    result = redact_pii(text, SPEC)
     assert result.value == expected
     assert result.report.pii_redactions == (0 if text == expected else 1)
-    assert sanitize_text(text).value == expected
+    assert sanitize_text(text, SPEC).value == expected
 
 
 # --- Checksums. ----------------------------------------------------------------------------------------
@@ -240,12 +242,12 @@ def test_gate_facts_count_ascii_digits_only() -> None:
 
 def test_gates_read_the_normalised_view() -> None:
     # Fullwidth digits and the fullwidth hyphen open the SSN gate once folded.
-    assert sanitize_text("ssn １２３－４５－６７８９").value == "ssn [REDACTED_PII_SSN]"
+    assert sanitize_text("ssn １２３－４５－６７８９", SPEC).value == "ssn [REDACTED_PII_SSN]"
 
 
 def test_bare_ten_digits_need_the_text_wide_phone_gate() -> None:
-    assert sanitize_text("call 4155552671").value == "call 4155552671"
-    assert sanitize_text("call 4155552671 at 9.30").value == "call [REDACTED_PII_PHONE] at 9.30"
+    assert sanitize_text("call 4155552671", SPEC).value == "call 4155552671"
+    assert sanitize_text("call 4155552671 at 9.30", SPEC).value == "call [REDACTED_PII_PHONE] at 9.30"
 
 
 # --- Detection. ------------------------------------------------------------------------------------------
@@ -279,4 +281,4 @@ LIKELY_PII = [
 
 @pytest.mark.parametrize(("text", "expected"), LIKELY_PII)
 def test_has_likely_pii(text: str, expected: bool) -> None:
-    assert has_likely_pii(text) is expected
+    assert has_likely_pii(text, SPEC) is expected

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pipeline.scrub import has_likely_secret, sanitize_text
+from pipeline.scrub import Policy, has_likely_secret, sanitize_text
 from pipeline.scrub._keys import BLOCK_PATTERNS, redact_private_keys
 from pipeline.scrub._needles import FoldedText, NeedleSet, fold, minimal_needles
 from pipeline.scrub._shapes import CREDENTIAL_SHAPES, CredentialShape, _may_match, _may_match_any, redact_shapes
+
+SPEC = Policy.spec_compatible()
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
 PKCS8 = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----"
@@ -109,38 +111,38 @@ def test_each_shape_is_redacted_and_detected(name: str, text: str) -> None:
     shape = next(s for s in CREDENTIAL_SHAPES if s.name == name)
     assert shape.pattern.fullmatch(text)
     embedded = f"one {text} two"
-    result = sanitize_text(embedded)
+    result = sanitize_text(embedded, SPEC)
     assert result.report.text_redactions == 1
     assert result.value in ("one [REDACTED] two", "one bearer [REDACTED] two", "one api_key=[REDACTED] two")
-    assert has_likely_secret(embedded)
+    assert has_likely_secret(embedded, SPEC)
 
 
 def test_shape_count_is_the_matches_each_pattern_sees() -> None:
     # Shape 3 takes `access_token=...` whole, so shape 9 (OAuth) sees only the token and counts nothing.
-    assert sanitize_text("access_token=ya29.abc").report.text_redactions == 1
+    assert sanitize_text("access_token=ya29.abc", SPEC).report.text_redactions == 1
     # Two matches of one shape count two.
     assert (
-        sanitize_text("ghp_abcdefghijklmnopqrstuvwxyz0123 ghp_abcdefghijklmnopqrstuvwxyz4567").report.text_redactions
+        sanitize_text("ghp_abcdefghijklmnopqrstuvwxyz0123 ghp_abcdefghijklmnopqrstuvwxyz4567", SPEC).report.text_redactions
         == 2
     )
     # A value redacted by shape 2 is not counted again by the later shapes.
-    assert sanitize_text("api_key=sk-abcdefghijklmnopqrstuvwx").report.text_redactions == 1
+    assert sanitize_text("api_key=sk-abcdefghijklmnopqrstuvwx", SPEC).report.text_redactions == 1
 
 
 def test_a_value_already_redacted_is_not_counted_again() -> None:
     # Shape 2's value class admits `[`, so it matches its own output; replacing it with itself is no redaction.
-    result = sanitize_text("api_key=[REDACTED] and API-KEY: '[REDACTED]'")
+    result = sanitize_text("api_key=[REDACTED] and API-KEY: '[REDACTED]'", SPEC)
     assert result.value == "api_key=[REDACTED] and API-KEY: '[REDACTED]'"
     assert not result.report.changed()
 
 
 @pytest.mark.parametrize("block", [PEM, PKCS8, EC, OPENSSH, PGP])
 def test_each_private_key_block_is_replaced_whole(block: str) -> None:
-    result = sanitize_text(f"before\n{block}\nafter")
+    result = sanitize_text(f"before\n{block}\nafter", SPEC)
     assert result.value == "before\n[REDACTED_PRIVATE_KEY]\nafter"
     assert result.report.blocked_secret_hits == 1
     assert result.report.text_redactions == 0
-    assert has_likely_secret(block)
+    assert has_likely_secret(block, SPEC)
 
 
 def test_block_patterns_ignore_case_and_span_lines() -> None:
@@ -159,13 +161,13 @@ def test_block_hits_count_per_pattern_on_the_text_it_sees() -> None:
 
 def test_an_unterminated_block_is_left_alone() -> None:
     text = "-----BEGIN RSA PRIVATE KEY-----\nMIIE truncated"
-    assert sanitize_text(text).value == text
-    assert not has_likely_secret(text)
+    assert sanitize_text(text, SPEC).value == text
+    assert not has_likely_secret(text, SPEC)
 
 
 def test_a_block_is_not_matched_across_two_kinds() -> None:
     # Lazy matching ends each block at its own END line.
-    result = sanitize_text(f"{PEM}\nkeep me\n{PKCS8}")
+    result = sanitize_text(f"{PEM}\nkeep me\n{PKCS8}", SPEC)
     assert result.value == "[REDACTED_PRIVATE_KEY]\nkeep me\n[REDACTED_PRIVATE_KEY]"
     assert result.report.blocked_secret_hits == 2
 
@@ -175,6 +177,7 @@ def test_a_block_is_not_matched_across_two_kinds() -> None:
     ["auth with Bearer s3cret", "see /secret/AbC123", "a bearer bond", "plain prose", "api key: s3cr3t!", ""],
 )
 def test_has_likely_secret_ignores_markers_and_prose(text: str) -> None:
+    assert not has_likely_secret(text, SPEC)
     assert not has_likely_secret(text)
 
 

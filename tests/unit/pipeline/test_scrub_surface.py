@@ -1,14 +1,14 @@
-"""The public surface of `pipeline.scrub` (safety.md §1), the policy and the report (§9)."""
+"""The public surface of `pipeline.scrub` (safety.md §1, plus `RuleSet`), the policy and the report (§9)."""
 
 from __future__ import annotations
 
 import inspect
-from dataclasses import FrozenInstanceError, fields
+from dataclasses import FrozenInstanceError, fields, replace
 
 import pytest
 
 import pipeline.scrub as scrub
-from pipeline.scrub import BareCardGate, Policy, SanitizationReport, Sanitized, sanitize_json, sanitize_text
+from pipeline.scrub import BareCardGate, Policy, RuleSet, SanitizationReport, Sanitized, sanitize_json, sanitize_text
 from pipeline.scrub._text import _sanitize_once
 
 SPEC_SURFACE = {
@@ -24,6 +24,7 @@ SPEC_SURFACE = {
     "has_likely_secret",
     "has_likely_pii",
     "has_likely_email",
+    "RuleSet",
 }
 
 
@@ -38,8 +39,11 @@ def test_every_public_name_has_a_docstring(name: str) -> None:
     assert inspect.getdoc(getattr(scrub, name))
 
 
-def test_policy_defaults_to_the_strictest_gate() -> None:
+def test_policy_defaults_to_the_strictest_gate_and_the_extended_rules() -> None:
     assert Policy().bare_card is BareCardGate.LUHN_ONLY
+    assert (Policy().rules, Policy().redact_emails) == (RuleSet.EXTENDED, False)
+    assert Policy.spec_compatible() == Policy(rules=RuleSet.SPEC)
+    assert [r.value for r in RuleSet] == ["extended", "spec"]
     assert Policy.corroborated() == Policy(bare_card=BareCardGate.CORROBORATED)
     assert [g.value for g in BareCardGate] == ["luhn_only", "corroborated"]
     with pytest.raises(FrozenInstanceError):
@@ -47,7 +51,7 @@ def test_policy_defaults_to_the_strictest_gate() -> None:
 
 
 def test_every_function_defaults_to_the_default_policy() -> None:
-    for name in ("sanitize_text", "sanitize_json", "scrub_item", "redact_pii"):
+    for name in ("sanitize_text", "sanitize_json", "scrub_item", "redact_pii", "has_likely_secret", "has_likely_pii"):
         assert inspect.signature(getattr(scrub, name)).parameters["policy"].default == Policy()
 
 
@@ -100,7 +104,7 @@ SECOND_PASS_VECTORS = [
     # The marker stage takes the first "bearer" as the first marker's (short) value, which hides the second
     # marker, until the shape stage redacts that value as an api key.
     (
-        Policy(),
+        Policy.spec_compatible(),
         "API-KEY: bearer bearer API-KEY: ",
         "API-KEY: [REDACTED] bearer API-KEY: ",
         "API-KEY: [REDACTED] bearer [REDACTED]: ",
@@ -108,7 +112,7 @@ SECOND_PASS_VECTORS = [
     # The card candidate "45-6789-1787178633773" fails Luhn, and finditer does not retry shorter ones, so
     # the valid 13-digit card inside stays hidden until the SSN before it is redacted.
     (
-        Policy(),
+        Policy.spec_compatible(),
         "123-45-6789-1787178633773",
         "[REDACTED_PII_SSN]-1787178633773",
         "[REDACTED_PII_SSN]-[REDACTED_PII_CREDIT_CARD]",
@@ -116,7 +120,7 @@ SECOND_PASS_VECTORS = [
     # Under CORROBORATED the bare 13-digit run has no issuer prefix and no keyword nearby, until the token
     # that replaces its neighbour puts "CREDIT_CARD" within 64 bytes of it.
     (
-        Policy.corroborated(),
+        replace(Policy.spec_compatible(), bare_card=BareCardGate.CORROBORATED),
         "1787178633773\u20104111111111111111",
         "1787178633773\u2010[REDACTED_PII_CREDIT_CARD]",
         "[REDACTED_PII_CREDIT_CARD]\u2010[REDACTED_PII_CREDIT_CARD]",
