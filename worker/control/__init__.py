@@ -8,14 +8,15 @@ source id, a target its kind cannot read) is a contract error whose message says
               remove_source, sync_now
     status    status
     letters   dead_letters, letter_id, replay_dead_letter, replay_dead_letters, purge_dead_letters
-    erasures  request_erasure, erasure_status (an `ErasureRunner` runs them: here, or the erase workers)
+    erasures  request_erasure, erasure_status (an `ErasureRunner` runs them: here, or the erase workers),
+              refuse_erased_store
     tokens    add_token, list_tokens, revoke_token, authenticate, check_listen
 
 `Services` (`control.services`) opens what they run against from the settings.
 """
 
 from sources import SourceEntry, SourceRequest
-from worker.control.erasures import CLI_CALLER, erasure_status, request_erasure
+from worker.control.erasures import CLI_CALLER, erasure_status, refuse_erased_store, request_erasure
 from worker.control.letters import dead_letters, letter_id, purge_dead_letters, replay_dead_letter, replay_dead_letters
 from worker.control.results import (
     ClusterProbe,
@@ -88,6 +89,7 @@ __all__ = [
     "list_sources",
     "list_tokens",
     "purge_dead_letters",
+    "refuse_erased_store",
     "remove_source",
     "replay_dead_letter",
     "replay_dead_letters",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from engines.contract import ConflictError, NotFoundError
+from engines.contract import ConflictError, ItemKind, Namespace, NotFoundError
 from sources import SourceEntry
 from worker.control.results import ErasureRunner
 from worker.erasures import ErasureReceipt, ErasureRequest, ErasureTarget, Tombstone, refusing, scopes_over
@@ -53,4 +53,15 @@ def refuse_erased(state: StateStore, entry: SourceEntry, doing: str) -> None:
             f"cannot {doing} source {entry.id!r}: it is erased (erasure {erased.erasure_id}, "
             f"`tinymemory erase status {erased.erasure_id}`); what an erasure covers stays erased, so configure "
             "the source again under another id (--id) or namespace"
+        )
+
+
+def refuse_erased_store(state: StateStore, namespace: Namespace, kind: ItemKind) -> None:
+    """`ConflictError` when an erasure covers storing an item of `kind` at `namespace` (an erased account stays
+    erased): for writes that come in without a source, such as the API's and the agent tools' stores."""
+    erased = next((t for t in state.tombstones(scopes_over(None, [namespace])) if t.covers(kind)), None)
+    if erased is not None:
+        raise ConflictError(
+            f"cannot store a {kind} at {namespace}: it was erased (erasure {erased.erasure_id}); what an erasure "
+            "covers stays erased"
         )

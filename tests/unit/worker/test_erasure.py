@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engines.contract import (
+    ConflictError,
     Document,
     EraseReport,
     EraseRequest,
@@ -360,3 +361,11 @@ async def test_a_batch_storing_when_the_erasure_begins_stops_before_its_next_cal
     report = await ingest_batch(local.ctx, entry.id, changes)
     assert calls == [100] and (report.units, report.dropped) == (100, 150)
     assert not local.state.leases().holders(job_lease("notes"))  # the job let go of its lease
+
+
+async def test_a_store_into_an_erased_account_is_refused(local: Memory) -> None:
+    await local.erase(namespace="user:a", kinds=["learning"])
+    with pytest.raises(ConflictError, match="cannot store a learning at user:a/agent:x: it was erased"):
+        control.refuse_erased_store(local.state, Namespace.parse("user:a/agent:x"), ItemKind.LEARNING)
+    control.refuse_erased_store(local.state, Namespace.parse("user:a"), ItemKind.DOCUMENT)  # another kind
+    control.refuse_erased_store(local.state, Namespace.parse("user:b"), ItemKind.LEARNING)  # another account
