@@ -231,7 +231,11 @@ def _start_api(runtime: EmbeddedRuntime, syncs: _OneAtATime) -> EmbeddedServer |
     except Error as err:
         console.print(f"[yellow]not serving the API:[/] {escape(err.message)}")
         return None
-    control.share(control.Services(runtime.settings, state=runtime.state, engine=runtime.engine, runner=syncs))
+    control.share(
+        control.Services(
+            runtime.settings, state=runtime.state, engine=runtime.engine, runner=syncs, erasures=runtime.erasures
+        )
+    )
     server = EmbeddedServer(sock)
     server.start()
     loopback = "" if control.list_tokens(runtime.settings.token_path) else " (no tokens: loopback only)"

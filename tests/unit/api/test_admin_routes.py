@@ -35,8 +35,10 @@ async def test_a_source_is_added_synced_shown_and_removed(api: Api, tmp_path: Pa
 async def test_refusals_are_contract_errors(api: Api, tmp_path: Path) -> None:
     missing = await api.post("/v1/sources", {"kind": "folder", "target": str(tmp_path / "gone")})
     assert missing.status_code == 404 and "does not exist" in missing.json()["error"]["message"]
-    unbuilt = await api.post("/v1/sources", {"kind": "link", "target": "https://example.com/"})
-    assert unbuilt.status_code == 501
+    refused = await api.post("/v1/sources", {"kind": "link", "target": "ftp://example.com/"})
+    assert refused.status_code == 400 and "http or https" in refused.json()["error"]["message"]
+    unknown = await api.post("/v1/sources", {"kind": "telepathy", "target": "x"})
+    assert unknown.status_code == 400 and "unknown source kind" in unknown.json()["error"]["message"]
     shapeless = await api.post("/v1/sources", {"kind": "folder", "target": "/x", "glob": "*.md"})
     assert shapeless.status_code == 422
     assert (await api.client.post("/v1/sources/nope/sync")).status_code == 404
