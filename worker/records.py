@@ -61,6 +61,10 @@ class Change(_Record):
         return data
 
 
+SOURCE_UNIT = ""
+"""The unit id of a dead letter about a whole source: its listing failed (stage `list`)."""
+
+
 class DeadLetter(_Record):
     """A unit that could not be ingested: where it failed and why. One per (source, unit, stage).
 
@@ -84,10 +88,12 @@ class DeadLetter(_Record):
 
 
 class SyncReport(_Record):
-    """What one sync of a source found and did; `cursor` is where an incremental source's next sync starts."""
+    """What one sync of a source found and did; `cursor` is where an incremental source's next sync starts.
+    `error` says why its listing failed (then nothing else was done)."""
 
     source_id: str
     finished_at: datetime = Field(default_factory=now)
+    error: str | None = None
     held_back: int = 0
     listed: int = 0
     upserts: int = 0

@@ -21,6 +21,7 @@ from tests.fixtures.github_fake import FakeGitHub, FakeRepo, GitRepo, comment_js
 from tests.integration.cluster import Cluster, cluster_fixture
 from worker import control
 from worker.embedded import EmbeddedRuntime
+from worker.records import SOURCE_UNIT
 from worker.settings import Settings
 from worker.state.base import StateStore
 
@@ -145,10 +146,11 @@ async def test_github_refusing_keeps_what_was_stored_until_a_later_sync_proceeds
         fake.limited = "primary"
         with pytest.raises(UnavailableError, match=r"github rate limit reached .* retry after .* \(in \d+ s\)"):
             await runtime.sync(entry.id)
-        assert await _items(runtime.engine, entry.id) == before  # nothing forgotten, nothing dead-lettered
-        assert set(_letters(runtime.state, entry.id)) == {"file:assets/big.txt"}
+        assert await _items(runtime.engine, entry.id) == before  # nothing forgotten, no unit dead-lettered
+        # The failed listing is a letter about the whole source, and the last sync says why.
+        assert set(_letters(runtime.state, entry.id)) == {"file:assets/big.txt", SOURCE_UNIT}
         last = runtime.state.last_sync(entry.id)
-        assert last is not None and last.cursor == first.cursor
+        assert last is not None and last.cursor == first.cursor and "rate limit" in (last.error or "")
 
         fake.limited = None  # the limit lifts: the next sync takes up the change from the last cursor
         fake.reset_counts()
@@ -156,6 +158,7 @@ async def test_github_refusing_keeps_what_was_stored_until_a_later_sync_proceeds
         assert (report.upserts, report.deletes, report.cursor) == (3, 2, head)
         assert fake.requests["compare"] == 1
         assert "docs/history.md" in await _items(runtime.engine, entry.id)
+        assert set(_letters(runtime.state, entry.id)) == {"file:assets/big.txt"}
 
 
 @pytest.mark.e2e

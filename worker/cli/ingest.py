@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -25,6 +26,7 @@ from worker import control
 from worker.cli.serving import EmbeddedServer, bind
 from worker.embedded import EmbeddedRuntime
 from worker.jobs import Progress as JobProgress
+from worker.jobs import due_sources
 from worker.records import BatchReport, DeadLetter, SyncOutcome, SyncReport
 from worker.settings import Settings
 
@@ -211,10 +213,12 @@ async def _follow(runtime: EmbeddedRuntime, progress: BarProgress, entry: Source
     server = _start_api(runtime, syncs) if serve_api else None
     watcher = reader.watch(on_change)
     watcher.start()
+    poller = asyncio.create_task(_poll_intervals(runtime, syncs, progress))
     console.print(f"watching {entry.label} (Ctrl-C to stop)")
     try:
         await stop.wait()
     finally:
+        poller.cancel()
         watcher.stop()
         if server is not None:
             await server.stop()
@@ -222,6 +226,22 @@ async def _follow(runtime: EmbeddedRuntime, progress: BarProgress, entry: Source
             pass
     console.print("stopped")
     return 0
+
+
+async def _poll_intervals(runtime: EmbeddedRuntime, syncs: _OneAtATime, progress: BarProgress) -> None:
+    """What beat does in distributed mode: sync every source whose interval has passed (a link, a feed, a
+    repository), each beat tick. A failed listing is recorded by the sync and waits for the next interval."""
+    while True:
+        await asyncio.sleep(runtime.settings.beat_tick_s)
+        for source_id in due_sources(runtime.state, datetime.now(UTC)):
+            try:
+                outcome = await syncs.request_sync(source_id)
+            except Error as err:
+                console.print(f"[yellow]{escape(source_id)}:[/] {escape(err.message)}")
+                continue
+            sync = outcome.report
+            if sync is not None and (sync.upserts or sync.deletes):
+                _print_summary(summarise(sync, outcome.batches, 0.0, progress.taken_letters()), as_json=False)
 
 
 def _start_api(runtime: EmbeddedRuntime, syncs: _OneAtATime) -> EmbeddedServer | None:

@@ -127,15 +127,8 @@ def run_erase(task: Task[Any, None], erasure_id: str) -> None:
 def run_beat_tick(app: Celery) -> int:
     """Queue a sync of every polled source whose interval has passed; how many were queued."""
     rt = runtime(app)
-    now = datetime.now(UTC)
-    queued = 0
-    for entry in rt.state.list_sources():
-        if not entry.enabled or entry.interval_s is None:
-            continue
-        last = rt.state.last_sync(entry.id)
-        if last is None or (now - last.finished_at).total_seconds() >= entry.interval_s:
-            queued += enqueue_sync(app, rt.leases, rt.settings, entry.id)
-    return queued
+    due = jobs.due_sources(rt.state, datetime.now(UTC))
+    return sum(enqueue_sync(app, rt.leases, rt.settings, source_id) for source_id in due)
 
 
 def register(app: Celery) -> None:

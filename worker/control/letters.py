@@ -7,7 +7,7 @@ import base64
 from engines.contract import InvalidRequestError, NotFoundError
 from worker.control.results import Replay, SyncRunner
 from worker.control.sources import MAX_LETTERS, get_source
-from worker.records import DeadLetter
+from worker.records import SOURCE_UNIT, DeadLetter
 from worker.state.base import StateStore
 
 
@@ -49,7 +49,8 @@ async def replay_dead_letter(state: StateStore, runner: SyncRunner, letter: str)
     if not any(d.unit_id == unit_id for d in dead_letters(state, source_id, limit=MAX_LETTERS)):
         raise NotFoundError(f"no dead letter {letter!r}; `GET /v1/dlq` lists them with their ids")
     state.clear_dead_letters(source_id, [unit_id])
-    outcome = await runner.request_sync(source_id, [unit_id])
+    # A letter about the whole source (its listing failed) is retried by syncing all of it.
+    outcome = await runner.request_sync(source_id, None if unit_id == SOURCE_UNIT else [unit_id])
     return Replay(source_id=source_id, units=[unit_id], sync=outcome)
 
 

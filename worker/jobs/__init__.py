@@ -27,7 +27,7 @@ from worker.jobs.context import (
 from worker.jobs.erase import ErasureContext, ErasureSettings, erasure_lease, run_erasure
 from worker.jobs.ingest import MIN_TEXT_UNITS, ingest_batch, needs_converter_worker
 from worker.jobs.prepared import Prepared, TextJob, UnitReading, UnitStageError
-from worker.jobs.sync import MAX_BATCH_CHANGES, diff_delta, diff_units, sync_source
+from worker.jobs.sync import MAX_BATCH_CHANGES, diff_delta, diff_units, due_sources, sync_source
 from worker.jobs.units import read_text_unit, read_unit
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "WarmableConverter",
     "diff_delta",
     "diff_units",
+    "due_sources",
     "erasure_lease",
     "ingest_batch",
     "job_lease",

@@ -5,6 +5,11 @@ has clean-up to finish), and gone when the source no longer lists it. An `Increm
 from the last complete sync is asked only for what changed since; when it cannot say, everything is listed.
 Dead letters follow the listing: a unit that failed as it is now is held back until its version moves.
 A source whose tombstone (or its namespace's) erases every kind is not synced.
+
+A listing that fails (an unreachable host, a feed that is no longer a feed, a rate limit) changes nothing
+stored. It is recorded, so that it is seen and so that the source is tried again at its interval rather than
+at every beat: a dead letter for the whole source (unit id `SOURCE_UNIT`, stage `list`), cleared by the next
+listing that succeeds, and a `SyncReport` carrying the error. The error is raised again for the caller.
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from engines.contract import Error
 from sources import ConditionalSource, Delta, IncrementalSource, Listing, Skipped, SourceReader, Unit
 from worker.erasures import refusing, scopes_over
 from worker.jobs.context import JobContext
-from worker.records import Change, DeadLetter, SyncReport
-from worker.state.base import UnitState
+from worker.records import SOURCE_UNIT, Change, DeadLetter, SyncReport
+from worker.state.base import StateStore, UnitState
 
 MAX_BATCH_CHANGES = 100
 MAX_LETTERS_READ = 100_000
@@ -50,9 +57,17 @@ async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | No
         return SyncReport(source_id=source_id)
     reader = ctx.readers.reader_for(entry)
     states = ctx.state.unit_states(source_id)
+    letters = ctx.state.dead_letters(source_id, limit=MAX_LETTERS_READ)
     last_cursor = _last_cursor(ctx, source_id, reader)
-    found = await _look(reader, states, None if hints is None else set(hints), last_cursor)
-    changes, held_back = _settle_dead_letters(ctx, source_id, found)
+    # A delta names only what changed since the cursor; a unit whose read failed for now (a letter without
+    # a version) would never be retried by one, so the source is listed whole until no such letter is left.
+    cursor = None if any(d.version is None and d.stage != "list" for d in letters) else last_cursor
+    try:
+        found = await _look(reader, states, None if hints is None else set(hints), cursor)
+    except Error as err:
+        _record_listing_failure(ctx.state, source_id, err, last_cursor)
+        raise
+    changes, held_back = _settle_dead_letters(ctx, source_id, found, letters)
     deletes = sum(c.action == "delete" for c in changes)
     batches = [changes[i : i + MAX_BATCH_CHANGES] for i in range(0, len(changes), MAX_BATCH_CHANGES)]
     ctx.progress.planned(len(changes))
@@ -141,7 +156,9 @@ def diff_delta(delta: Delta, states: Mapping[str, UnitState]) -> list[Change]:
     return changes
 
 
-def _settle_dead_letters(ctx: JobContext, source_id: str, found: _Found) -> tuple[list[Change], int]:
+def _settle_dead_letters(
+    ctx: JobContext, source_id: str, found: _Found, letters: list[DeadLetter]
+) -> tuple[list[Change], int]:
     """Bring the source's dead letters in line with what was found, and hold back hopeless retries.
 
     An entry skipped at listing gets a letter (once: the same reason again is not a new failure); the letters
@@ -149,7 +166,6 @@ def _settle_dead_letters(ctx: JobContext, source_id: str, found: _Found) -> tupl
     changes, since retrying cannot help. It is tried again once its version moves, or after a replay clears
     its letter.
     """
-    letters = ctx.state.dead_letters(source_id, limit=MAX_LETTERS_READ)
     held = {(d.unit_id, d.stage): d for d in letters}
     for skipped in found.skipped:
         known = held.get((skipped.unit_id, "list"))
@@ -159,8 +175,28 @@ def _settle_dead_letters(ctx: JobContext, source_id: str, found: _Found) -> tupl
             )
             ctx.state.add_dead_letter(letter)
     lettered = {d.unit_id for d in letters}
-    gone = lettered - found.present if found.present is not None else lettered & set(found.removed)
+    gone = lettered - found.present if found.present is not None else lettered & {*found.removed, SOURCE_UNIT}
     ctx.state.clear_dead_letters(source_id, sorted(gone))
     failed = {(d.unit_id, d.version) for d in letters if d.stage != "list" and d.version is not None}
     kept = [c for c in found.changes if c.action == "delete" or (c.unit_id, c.version) not in failed]
     return kept, len(found.changes) - len(kept)
+
+
+def _record_listing_failure(state: StateStore, source_id: str, err: Error, cursor: str | None) -> None:
+    kind = type(err).__name__
+    state.add_dead_letter(
+        DeadLetter(source_id=source_id, unit_id=SOURCE_UNIT, stage="list", error=kind, message=err.message)
+    )
+    state.record_sync(SyncReport(source_id=source_id, error=f"{kind}: {err.message}", cursor=cursor))
+
+
+def due_sources(state: StateStore, now: datetime) -> list[str]:
+    """The enabled sources with an interval whose last sync (or failed listing) is that long ago, or never."""
+    due = []
+    for entry in state.list_sources():
+        if not entry.enabled or entry.interval_s is None:
+            continue
+        last = state.last_sync(entry.id)
+        if last is None or (now - last.finished_at).total_seconds() >= entry.interval_s:
+            due.append(entry.id)
+    return due

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,8 @@ from sources import (
     UnitContent,
 )
 from worker.embedded.dispatch import InProcessDispatcher
-from worker.jobs import JobContext, PipelineSettings, diff_delta, diff_units, sync_source
-from worker.records import Change
+from worker.jobs import JobContext, PipelineSettings, diff_delta, diff_units, due_sources, sync_source
+from worker.records import SOURCE_UNIT, Change
 from worker.state.base import UnitState
 from worker.state.sqlite import SqliteStateStore
 
@@ -377,3 +378,72 @@ async def test_a_reader_hands_over_turns_and_they_are_stored_as_a_conversation(w
     await world.sync()
     (grown,) = await world.items()
     assert grown.id != hit.id and grown.text.endswith("user: thanks")
+
+
+class FailingListing(MemoryReader):
+    """A reader whose listing fails while `down` holds an error (an unreachable host, a feed gone bad)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.down: Exception | None = None
+
+    def list_units(self) -> Listing:
+        if self.down is not None:
+            raise self.down
+        return super().list_units()
+
+
+async def test_a_failed_listing_is_recorded_changes_nothing_and_clears_when_it_lists_again(world: World) -> None:
+    reader = FailingListing(world.reader.root)
+    reader.files = {"a.md": (b"# A\n\nalpha\n", "v1")}
+    world.ctx.readers = FixedReaders(reader)
+    await world.sync()
+    reader.down = UnavailableError("feed.example: connection refused")
+    with pytest.raises(UnavailableError):
+        await sync_source(world.ctx, "src")
+    (letter,) = world.state.dead_letters("src")
+    assert (letter.unit_id, letter.stage, letter.error) == (SOURCE_UNIT, "list", "UnavailableError")
+    last = world.state.last_sync("src")
+    assert last is not None and last.error == "UnavailableError: feed.example: connection refused"
+    assert len(await world.items()) == 1, "a failing listing is never taken for a deletion"
+    # Beat waits the interval after a failure, rather than asking the failing server at every tick.
+    world.state.put_source(SourceEntry(id="src", kind="folder", label="src", interval_s=60))
+    assert due_sources(world.state, last.finished_at + timedelta(seconds=59)) == []
+    assert due_sources(world.state, last.finished_at + timedelta(seconds=61)) == ["src"]
+    reader.down = None
+    await world.sync()
+    assert world.state.dead_letters("src") == []
+    last = world.state.last_sync("src")
+    assert last is not None and last.error is None
+
+
+class Incremental(MemoryReader):
+    """An incremental reader that says nothing changed since any cursor, and counts how it was asked."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.full = self.deltas = 0
+
+    def list_units(self) -> Listing:
+        self.full += 1
+        listing = super().list_units()
+        return Listing(units=listing.units, skipped=listing.skipped, cursor="c1")
+
+    def list_changes(self, cursor: str) -> Delta | None:
+        self.deltas += 1
+        return Delta(cursor="c1")
+
+
+async def test_a_unit_that_failed_for_now_is_retried_by_listing_whole_despite_a_cursor(world: World) -> None:
+    reader = Incremental(world.reader.root)
+    reader.files = {"a.md": (b"# A\n\nalpha\n", "v1"), "b.md": (b"# B\n\nbeta\n", "v1")}
+    world.ctx.readers = FixedReaders(reader)
+    world.engine.store_failures = [UnavailableError("down")] * 3  # every attempt of the one batch
+    await world.sync()
+    assert {d.unit_id for d in world.state.dead_letters("src")} == {"a.md", "b.md"}
+    assert all(d.version is None for d in world.state.dead_letters("src"))
+    await world.sync()  # a delta would say nothing changed: the letters make it list whole
+    assert (reader.full, reader.deltas) == (2, 0)
+    assert len(await world.items()) == 2 and world.state.dead_letters("src") == []
+    await world.sync()  # nothing left to retry: the cursor is used again
+    assert (reader.full, reader.deltas) == (2, 1)
