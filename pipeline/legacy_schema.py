@@ -111,7 +111,7 @@ def open_workspace(path: str | Path) -> Opened:
 def connect_read_only(db: Path) -> sqlite3.Connection:
     """A connection that cannot write: a `mode=ro` URI, then `query_only`. Text that is not valid UTF-8 is
     read with its bad bytes replaced, so one damaged row cannot stop an import."""
-    conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False)
+    conn = sqlite3.connect(_read_only_uri(db), uri=True, check_same_thread=False)
     conn.text_factory = _lenient_text
     try:
         conn.execute("PRAGMA query_only = ON")
@@ -119,6 +119,29 @@ def connect_read_only(db: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _read_only_uri(db: Path) -> str:
+    """`mode=ro`, and `immutable=1` too for a WAL database that no connection holds open.
+
+    A reader of a WAL database creates its `-wal` and `-shm` side files, and cannot remove them again. A WAL
+    database without a `-wal` file was closed cleanly and nobody has it open (the file lives as long as a
+    connection does), so its main file holds everything and reading it as immutable leaves the workspace
+    exactly as it was. One with a `-wal` file is read normally, so rows still in that log are imported too.
+    """
+    uri = db.resolve().as_uri() + "?mode=ro"
+    wal = db.with_name(db.name + "-wal")
+    return uri + "&immutable=1" if _is_wal(db) and not wal.exists() else uri
+
+
+def _is_wal(db: Path) -> bool:
+    # Header bytes 18 and 19 are the file format's write and read versions: 2 means WAL.
+    try:
+        with db.open("rb") as file:
+            header = file.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header.startswith(b"SQLite format 3\x00") and header[18] == 2
 
 
 def _open_main(db: Path) -> MainStore:
