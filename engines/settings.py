@@ -25,12 +25,13 @@ class _Settings(BaseModel):
 class EmbedderSettings(_Settings):
     """How the local engine turns text into vectors.
 
-    `hashing` (the default) needs nothing and measures lexical similarity; `openai` calls any
-    OpenAI-compatible `/embeddings` endpoint; `sentence` runs a local sentence-embedding model
-    (the `sentence` extra).
+    `static` (the default) runs a packaged static embedding model offline and measures meaning
+    (`model` picks one of the packaged models, `dimensions` keeps that many of its leading ones);
+    `hashing` needs nothing and measures lexical similarity; `openai` calls any OpenAI-compatible
+    `/embeddings` endpoint; `sentence` runs a local sentence-embedding model (the `sentence` extra).
     """
 
-    kind: Literal["hashing", "openai", "sentence"] = "hashing"
+    kind: Literal["static", "hashing", "openai", "sentence"] = "static"
     dimensions: int = 256
     endpoint: str | None = None
     model: str | None = None
