@@ -26,8 +26,16 @@ Written = tuple[str, bool]
 """An appended event's id, and whether the server replayed it from its body key."""
 
 
+def _bound(event: Event) -> int:
+    """More bytes than the event's body can take as JSON: every character escaped at worst, six bytes each."""
+    context = event.body["context"]
+    return 6 * (len(event.text) + sum(len(label) for label in context["labels"])) + 1024
+
+
 def bulk_batches(events: list[Event]) -> list[list[Event]]:
     """Consecutive runs of at most 1,000 events and about 8 MiB of request body each."""
+    if len(events) <= BULK_MAX_EVENTS and sum(_bound(event) for event in events) <= BULK_MAX_BYTES:
+        return [events]  # surely within both limits: no body is serialised twice
     batches: list[list[Event]] = []
     current: list[Event] = []
     size = 0

@@ -92,7 +92,7 @@ class _Shared:
     meta: MemoryMeta
     wire: MemoryMeta
     meta_json: str
-    digests: list[tuple[str, object]]
+    digests_json: str
     lookup: list[str]
     scope: str
     extra: list[tuple[str, object]] = field(default_factory=list)
@@ -107,7 +107,7 @@ def encode_item(item: Item, item_id: str, scope: str) -> list[Event]:
         meta=item.meta,
         wire=wire,
         meta_json=_json(wire.wire_dict()),
-        digests=_digests(item.meta),
+        digests_json=_fields(_digests(item.meta)),
         lookup=lookup_labels(item_id, item.meta),
         scope=scope,
     )
@@ -194,27 +194,34 @@ def piece_overhead(shared: _Shared, head: list[tuple[str, object]], paged: bool)
 
 
 def _envelope_json(shared: _Shared, version: int, text: str, extra: list[tuple[str, object]]) -> str:
-    fields: list[tuple[str, object]] = [("v", version), ("id", shared.item_id), ("kind", shared.kind.value)]
-    fields.append(("text", text))
-    fields.append(("meta", _Raw(shared.meta_json)))
-    return _object([*fields, *shared.digests, *extra])
+    """The envelope's compact JSON in its field order: `v`, `id`, `kind`, `text`, `meta`, digests, the rest."""
+    head = f'{{"v":{version},"id":{_json(shared.item_id)},"kind":"{shared.kind.value}","text":{_json(text)}'
+    return f'{head},"meta":{shared.meta_json}{shared.digests_json}{_fields(extra)}}}'
+
+
+def _fields(fields: list[tuple[str, object]]) -> str:
+    """`,"key":value…` for the fields in order; one serialisation unless a raw fragment is among them."""
+    if not fields:
+        return ""
+    if any(isinstance(value, _Raw) for _, value in fields):
+        return "," + _object(fields)[1:-1]
+    return "," + json.dumps(dict(fields), ensure_ascii=False, separators=(",", ":"))[1:-1]
 
 
 def _parts(envelope: str) -> list[str]:
     """The v3 envelope cut into `tm:e:NN:` labels of at most 240 UTF-8 bytes each, never inside a character."""
-    labels: list[str] = []
-    current: list[str] = []
-    size = 0
-    for ch in envelope:
-        width = len(ch.encode("utf-8"))
-        if size + width > PART_BYTES:
-            labels.append("".join(current))
-            current, size = [], 0
-        current.append(ch)
-        size += width
-    if current:
-        labels.append("".join(current))
-    return [f"tm:e:{n:02d}:{part}" for n, part in enumerate(labels)]
+    if envelope.isascii():
+        slices = [envelope[at : at + PART_BYTES] for at in range(0, len(envelope), PART_BYTES)]
+    else:
+        data, slices, at = envelope.encode("utf-8"), [], 0
+        while at < len(data):
+            end = min(at + PART_BYTES, len(data))
+            # Back off a continuation byte (0b10xxxxxx): a slice ends on a character boundary.
+            while end < len(data) and data[end] & 0xC0 == 0x80:
+                end -= 1
+            slices.append(data[at:end].decode("utf-8"))
+            at = end
+    return [f"tm:e:{n:02d}:{piece}" for n, piece in enumerate(slices)]
 
 
 def _event(

@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from engines.cortex.held import Held, decoded
 from engines.cortex.labels import item_label
 from engines.cortex.layout import KindScope
-from engines.cortex.wire import Wire
+from engines.cortex.together import all_of
+from engines.cortex.wire import RawEvent, Wire
 
 LABELS_PER_REQUEST = 50
 
@@ -20,21 +21,31 @@ def batches(values: list[str], size: int = LABELS_PER_REQUEST) -> list[list[str]
 
 
 async def lookup(wire: Wire, scope: KindScope, ids: Iterable[str]) -> dict[str, list[Held]]:
-    """Every event of the named items held in `scope`, by item id, each event once."""
+    """Every event of the named items held in `scope`, by item id, each event once.
+
+    The requests of one lookup (50 labels each) are independent, so they are in flight together.
+    """
     wanted = list(dict.fromkeys(ids))
     found: dict[str, list[Held]] = {}
     if not wanted:
         return found
     wanted_set = set(wanted)
+    walks = [_walk(wire, scope, labels) for labels in batches([item_label(item_id) for item_id in wanted])]
     seen: set[str] = set()
-    for labels in batches([item_label(item_id) for item_id in wanted]):
-        async for _, page in wire.pages(scope.path, labels):
-            for raw in page.events:
-                # Every event is listed twice; a set also covers copies an append between pages shifted.
-                if raw is None or raw.id in seen:
-                    continue
-                seen.add(raw.id)
-                held = decoded(raw)
-                if held is not None and held.item_id in wanted_set and held.envelope.kind is scope.kind:
-                    found.setdefault(held.item_id, []).append(held)
+    for events in await all_of(walks):
+        for raw in events:
+            # Every event is listed twice; a set also covers copies an append between pages shifted.
+            if raw.id in seen:
+                continue
+            seen.add(raw.id)
+            held = decoded(raw)
+            if held is not None and held.item_id in wanted_set and held.envelope.kind is scope.kind:
+                found.setdefault(held.item_id, []).append(held)
     return found
+
+
+async def _walk(wire: Wire, scope: KindScope, labels: list[str]) -> list[RawEvent]:
+    events: list[RawEvent] = []
+    async for _, page in wire.pages(scope.path, labels):
+        events.extend(raw for raw in page.events if raw is not None)
+    return events

@@ -36,6 +36,7 @@ from engines.cortex.labels import narrowing_labels
 from engines.cortex.layout import KindScope
 from engines.cortex.lookup import lookup
 from engines.cortex.scopes import Selector
+from engines.cortex.together import all_of
 from engines.cortex.wire import Wire, read_event
 
 logger = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ async def _bounded(calls: Sequence[Callable[[], Awaitable[_T]]]) -> list[_T]:
         async with gate:
             return await call()
 
-    return list(await asyncio.gather(*(one(call) for call in calls)))
+    return await all_of(one(call) for call in calls)
 
 
 def _rank_by_hint(envelopes: list[Envelope], hint: TimeHint | None) -> list[Envelope]:

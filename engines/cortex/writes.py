@@ -16,6 +16,7 @@ from engines.cortex.envelope import Event, encode_item
 from engines.cortex.layout import KindScope, Layout
 from engines.cortex.lookup import lookup
 from engines.cortex.timing import Timing
+from engines.cortex.together import all_of
 from engines.cortex.waits import wait_listed, wait_settled
 from engines.cortex.wire import Wire
 
@@ -92,16 +93,18 @@ class Writer:
     async def store_many(self, items: list[Item]) -> list[StoreReceipt]:
         planned = plan(items, self.layout)
         groups = _by_scope(planned)
-        for entries in groups.values():
-            await self._find_held(entries)
+        # The lookups of different scopes are independent: they are in flight together.
+        await all_of(self._find_held(entries) for entries in groups.values())
         last_by_scope: dict[str, tuple[Event, str]] = {}
         for path, entries in groups.items():
             written = await self._write(entries)
             if written is not None:
                 last_by_scope.pop(path, None)
                 last_by_scope[path] = written
-        for path, (event, event_id) in last_by_scope.items():
-            await wait_listed(self.wire, path, event_id, event.body["context"]["labels"][0], self.timing)
+        await all_of(
+            wait_listed(self.wire, path, event_id, event.body["context"]["labels"][0], self.timing)
+            for path, (event, event_id) in last_by_scope.items()
+        )
         if last_by_scope:
             path, (event, event_id) = list(last_by_scope.items())[-1]
             await wait_settled(self.wire, path, event_id, event.text, self.timing)

@@ -143,7 +143,8 @@ class EventLog:
 
     def add(self, record: EventRecord, ttl_s: float) -> None:
         self._index(record, ttl_s)
-        self._save({"op": "event", "record": record.saved(), "ttl_s": ttl_s})
+        if self.data is not None:
+            self._save({"op": "event", "record": record.saved(), "ttl_s": ttl_s})
 
     def _index(self, record: EventRecord, ttl_s: float) -> None:
         self.events[record.id] = record

@@ -7,6 +7,7 @@ are all dropped by any forget or erasure, as the server's are.
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from engines.cortex.testing.checks import RefusalError, invalid
@@ -55,10 +56,16 @@ def _scopes(log: EventLog, scope: str, view: str) -> list[str]:
     return ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
 
 
-def rank(records: list[EventRecord], query: str) -> list[EventRecord]:
+def rank(records: list[EventRecord], query: str, size: int | None = None) -> list[EventRecord]:
+    """Best first (most query words), newest first among equals; the first `size` when given."""
     wanted = words(query)
-    scored = [(len(wanted & record.words()), record) for record in records]
-    return [record for _, record in sorted(scored, key=lambda pair: (-pair[0], -pair[1].seq))]
+    keyed = [(-len(wanted & record.words()), -record.seq, record) for record in records]
+    best = heapq.nsmallest(size, keyed, key=_first_two) if size is not None else sorted(keyed, key=_first_two)
+    return [record for _, _, record in best]
+
+
+def _first_two(entry: tuple[int, int, EventRecord]) -> tuple[int, int]:
+    return entry[0], entry[1]
 
 
 def build_pack(log: EventLog, config: DoubleConfig, body: dict[str, Any], stored_scope: str) -> Pack:
@@ -76,7 +83,7 @@ def build_pack(log: EventLog, config: DoubleConfig, body: dict[str, Any], stored
     limits = budgets.get("per_layer_limits") or {}
     size = limits.get("events", config.default_events_per_pack)
     include = body.get("include") or list(LAYERS)
-    events = rank(candidates, body["query"])[: int(size)] if "events" in include else []
+    events = rank(candidates, body["query"], int(size)) if "events" in include else []
     pack = Pack(f"pack_{log.next_id('pack')}", stored_scope, events, now)
     log.packs[pack.pack_id] = pack
     return pack
