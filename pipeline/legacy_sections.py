@@ -2,22 +2,19 @@
 
 Each section yields `(section, key, item)` for the rows that become items, in ascending key order, starting
 after the key it is given. A row that maps to nothing moves the scan on and is counted in `ReadStats` with
-its reason. Paging binds the last key read exactly as SQLite returned it, and refuses to go on when a page
-does not move past it, so a damaged key (bad UTF-8, a blob) can cost a resume some replays, never a loop.
+its reason. Paging is `pipeline.legacy_paging`.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from engines.contract import StoreItem
 from pipeline.legacy_checkpoint import Checkpoint, ChunkKey
-from pipeline.legacy_errors import LegacySqliteError
 from pipeline.legacy_mapping import (
     ChunkText,
     DocRow,
@@ -32,6 +29,7 @@ from pipeline.legacy_mapping import (
     learning_item,
     profile_item,
 )
+from pipeline.legacy_paging import Row, bound, exact_of, exact_tail, key_pages, pair_pages, pair_params, params, query
 from pipeline.legacy_schema import ChunkStore, MainStore, Opened
 from pipeline.legacy_values import is_blank, text_of
 
@@ -78,48 +76,72 @@ def _memory_docs(
     origin: Origin,
     mapping: Callable[[DocRow, Origin], Mapped],
 ) -> Iterator[Read]:
-    sql = f"SELECT {main.doc_columns} FROM memory_docs {_after_one('document_id')}"
-    for row in _scan(main.conn, sql, after, page_size):
-        mapped = _mapped(mapping, DocRow(*row), origin)
-        yield from _account(section, row[0], mapped, stats)
+    for page in key_pages(main.conn, "document_id", main.doc_columns, "memory_docs", after, page_size):
+        for row, _ in page:
+            yield from _account(section, row[0], _mapped(mapping, DocRow(*row), origin), stats)
+
+
+def _profile(main: MainStore, after: str | None, page_size: int, stats: ReadStats, origin: Origin) -> Iterator[Read]:
+    for page in key_pages(main.conn, "facet_id", main.facet_columns, "user_profile", after, page_size):
+        for row, _ in page:
+            yield from _account("profile", row[0], _mapped(profile_item, FacetRow(*row), origin), stats)
 
 
 def _conversations(
     main: MainStore, after: str | None, page_size: int, stats: ReadStats, origin: Origin
 ) -> Iterator[Read]:
-    sql = f"SELECT DISTINCT session_id FROM episodic_log {_after_one('session_id')}"
-    turns_sql = f"SELECT {main.turn_columns} FROM episodic_log WHERE session_id = ? ORDER BY timestamp, id"
-    for (session_id,) in _scan(main.conn, sql, after, page_size):
-        rows = [TurnRow(*row) for row in _query(main.conn, turns_sql, (session_id,))]
-        session = text_of(session_id) or ""
-        mapped = _mapped(conversation_item, session, rows, origin)
-        stats.rows += len(rows)
-        dropped = sum(1 for row in rows if is_blank(text_of(row.content)))
-        yield from _account_group("conversations", session, mapped, len(rows), dropped, stats)
-
-
-def _profile(main: MainStore, after: str | None, page_size: int, stats: ReadStats, origin: Origin) -> Iterator[Read]:
-    sql = f"SELECT {main.facet_columns} FROM user_profile {_after_one('facet_id')}"
-    for row in _scan(main.conn, sql, after, page_size):
-        mapped = _mapped(profile_item, FacetRow(*row), origin)
-        yield from _account("profile", row[0], mapped, stats)
+    # v1 has no index on session_id, so a query per session would scan the log once per session: the turns
+    # of a page's sessions are read together, by key range, and grouped here.
+    turns_sql = (
+        f"SELECT {main.turn_columns}, session_id, {exact_tail('session_id')} FROM episodic_log "
+        f"WHERE session_id >= {bound('lo')} AND session_id <= {bound('hi')} ORDER BY session_id, timestamp, id"
+    )
+    for page in key_pages(main.conn, "session_id", "DISTINCT session_id", "episodic_log", after, page_size):
+        found = query(main.conn, turns_sql, {**params("lo", page[0][1]), **params("hi", page[-1][1])})
+        turns = _grouped(found, lambda row: exact_of(row, -3))
+        for (session_id,), exact in page:
+            rows = [TurnRow(*row[:5]) for row in turns.get(exact, [])]
+            session = text_of(session_id) or ""
+            mapped = _mapped(conversation_item, session, rows, origin)
+            stats.rows += len(rows)
+            dropped = sum(1 for row in rows if is_blank(text_of(row.content)))
+            yield from _account_group("conversations", session, mapped, len(rows), dropped, stats)
 
 
 def _chunk_groups(
     store: ChunkStore, after: ChunkKey | None, page_size: int, stats: ReadStats, origin: Origin
 ) -> Iterator[Read]:
+    # As for sessions: one query for the chunks of a page of groups.
     chunks_sql = (
-        f"SELECT {store.chunk_columns} FROM mem_tree_chunks WHERE source_kind = ? AND source_id = ? "
-        "ORDER BY seq_in_source, id"
+        f"SELECT {store.chunk_columns}, source_kind, {exact_tail('source_kind')}, source_id, "
+        f"{exact_tail('source_id')} FROM mem_tree_chunks "
+        f"WHERE (source_kind, source_id) >= ({bound('lo_kind')}, {bound('lo_source')}) "
+        f"AND (source_kind, source_id) <= ({bound('hi_kind')}, {bound('hi_source')}) "
+        "ORDER BY source_kind, source_id, seq_in_source, id"
     )
-    for kind, source in _scan_pairs(store.conn, after, page_size):
-        rows = _query(store.conn, chunks_sql, (kind, source))
-        texts = [ChunkText(_chunk_text(store.content_dir, row[4], row[3]), row[1], row[2]) for row in rows]
-        key = ChunkKey(source_kind=text_of(kind) or "", source_id=text_of(source) or "")
-        mapped = _mapped(chunk_group_item, key.source_kind, key.source_id, texts, origin)
-        stats.rows += len(rows)
-        dropped = sum(1 for chunk in texts if is_blank(chunk.text))
-        yield from _account_group("chunks", key, mapped, len(rows), dropped, stats)
+    for page in pair_pages(store.conn, after, page_size):
+        bounds = {
+            **pair_params(page[0][1], ("lo_kind", "lo_source")),
+            **pair_params(page[-1][1], ("hi_kind", "hi_source")),
+        }
+        chunks = _grouped(
+            query(store.conn, chunks_sql, bounds), lambda row: (exact_of(row[:-3], -3), exact_of(row, -3))
+        )
+        for (kind, source), exact in page:
+            rows = chunks.get(exact, [])
+            texts = [ChunkText(_chunk_text(store.content_dir, row[4], row[3]), row[1], row[2]) for row in rows]
+            key = ChunkKey(source_kind=text_of(kind) or "", source_id=text_of(source) or "")
+            mapped = _mapped(chunk_group_item, key.source_kind, key.source_id, texts, origin)
+            stats.rows += len(rows)
+            dropped = sum(1 for chunk in texts if is_blank(chunk.text))
+            yield from _account_group("chunks", key, mapped, len(rows), dropped, stats)
+
+
+def _grouped(rows: list[Row], key: Callable[[Row], Hashable]) -> dict[Hashable, list[Row]]:
+    groups: dict[Hashable, list[Row]] = {}
+    for row in rows:
+        groups.setdefault(key(row), []).append(row)
+    return groups
 
 
 def _account(section: str, raw_key: Any, mapped: Mapped, stats: ReadStats) -> Iterator[Read]:
@@ -150,64 +172,6 @@ def _mapped(mapping: Callable[..., Mapped], *args: Any) -> Mapped:
         return mapping(*args)
     except ValueError:
         return Skip.UNSTORABLE
-
-
-def _after_one(key: str) -> str:
-    return f"WHERE {key} IS NOT NULL AND (? IS NULL OR {key} > ?) ORDER BY {key} LIMIT ?"
-
-
-def _scan(conn: sqlite3.Connection, sql: str, after: str | None, page_size: int) -> Iterator[Sequence[Any]]:
-    """The rows of a one-key section, a page a query; the key is each row's first column."""
-    cursor: Any = after
-    while True:
-        rows = _query(conn, sql, (cursor, cursor, page_size))
-        if rows:
-            _check_progress(cursor, rows[0][0], sql)
-        yield from rows
-        if len(rows) < page_size:
-            return
-        cursor = rows[-1][0]
-
-
-def _scan_pairs(conn: sqlite3.Connection, after: ChunkKey | None, page_size: int) -> Iterator[tuple[Any, Any]]:
-    sql = (
-        "SELECT DISTINCT source_kind, source_id FROM mem_tree_chunks "
-        "WHERE source_kind IS NOT NULL AND source_id IS NOT NULL "
-        "AND (? IS NULL OR source_kind > ? OR (source_kind = ? AND source_id > ?)) "
-        "ORDER BY source_kind, source_id LIMIT ?"
-    )
-    kind: Any = after.source_kind if after is not None else None
-    source: Any = after.source_id if after is not None else None
-    while True:
-        rows = _query(conn, sql, (kind, kind, kind, source, page_size))
-        if rows and kind is not None:
-            _check_progress((kind, source), (rows[0][0], rows[0][1]), sql)
-        yield from ((row[0], row[1]) for row in rows)
-        if len(rows) < page_size:
-            return
-        kind, source = rows[-1]
-
-
-def _query(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
-    try:
-        return conn.execute(sql, params).fetchall()
-    except sqlite3.Error as err:
-        raise LegacySqliteError(f"reading the v1 workspace failed: {err}") from err
-
-
-def _check_progress(cursor: Any, first: Any, sql: str) -> None:
-    """Refuse a page that does not start past the key before it (keys compared as SQLite orders them)."""
-    if cursor is not None and _order(first) <= _order(cursor):
-        table = sql.split(" FROM ", 1)[1].split(" ", 1)[0]
-        raise LegacySqliteError(f"{table} keys do not sort as text (a damaged key near {text_of(first)!r})")
-
-
-def _order(value: Any) -> tuple[Any, ...]:
-    """A key as SQLite sorts it: numbers, then text, then blobs; a pair by its parts."""
-    if isinstance(value, tuple):
-        return tuple(_order(part) for part in value)
-    rank = 0 if isinstance(value, int | float) else 1 if isinstance(value, str) else 2
-    return (rank, value)
 
 
 def _chunk_text(content_dir: Path, content_path: Any, content: Any) -> str | None:
