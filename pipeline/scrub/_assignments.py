@@ -49,7 +49,9 @@ _AUTH_SCHEMES = frozenset({"basic", "token", "digest", "apikey", "key", "sso-key
 
 _BLANKS = re.compile(r"[ \t]*")
 _OPERATORS = (":=", "=>", "=", ":")
-_ANNOTATION = re.compile(r"[A-Za-z_][\w.\[\], |]*[ \t]*=(?!=)[ \t]*")
+# A type annotation before the value: `str`, `Optional[str]`, `str | None`.
+_TYPE = r"[A-Za-z_][\w.]*(?:\[[^\]\n]*\])?"
+_ANNOTATION = re.compile(rf"{_TYPE}(?:[ \t]*\|[ \t]*{_TYPE})*[ \t]*=(?!=)[ \t]*")
 # What may follow a name that a value follows: a blank, an operator, a closing quote or tag.
 _FOLLOWERS = frozenset(" \t=:\"'`>")
 # A blank and a lower-case word that ends in a blank, punctuation or the end: prose, unless the name is a
@@ -57,7 +59,7 @@ _FOLLOWERS = frozenset(" \t=:\"'`>")
 _PROSE_WORD = re.compile(r"[ \t]+(?!is\b|was\b|are\b)[a-z]{1,30}(?=[ \t\n,.;:!?)]|\Z)(?![ \t]*(?:=|:[ \t]))")
 _CONNECTIVE = re.compile(r"(?:is|was|are)[ \t]+(?::[ \t]*)?")
 _BARE = re.compile(r"""[^\s"'`,;&<>)\]}]+""")
-_TRAILING_PUNCTUATION = ".,:;!?*"
+_SENTENCE_END = ".:"
 _QUOTES = "\"'`"
 _MAX_QUOTED = 512
 
@@ -171,8 +173,11 @@ def _bare(text: str, at: int) -> Span | None:
     if match is None:
         return None
     end = match.end()
-    while end > at and text[end - 1] in _TRAILING_PUNCTUATION:
-        end -= 1
+    # A full stop or colon that ends a sentence ("the password is X.") is not the value's; one before a
+    # closing tag, quote or separator is.
+    if end == len(text) or text[end].isspace():
+        while end > at and text[end - 1] in _SENTENCE_END:
+            end -= 1
     return (at, end) if end > at else None
 
 

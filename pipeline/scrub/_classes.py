@@ -71,7 +71,9 @@ def pii_class(
 ) -> PiiClass:
     """A class whose hint is `[0-9]` followed by `hint_tail`, and whose token is `[REDACTED_PII_<token>]`."""
     hint = re.compile("[0-9]" + hint_tail)
-    return PiiClass(name, re.compile(pattern), gate, hint, hint_tail, check, f"[REDACTED_PII_{token}]", group, bare, narrow)
+    return PiiClass(
+        name, re.compile(pattern), gate, hint, hint_tail, check, f"[REDACTED_PII_{token}]", group, bare, narrow
+    )
 
 
 def _union(classes: tuple[PiiClass, ...]) -> re.Pattern[str]:

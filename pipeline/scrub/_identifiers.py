@@ -3,6 +3,9 @@
 
 What changes against safety.md §6.4:
 
+- Credit cards: a match ends on a digit, so the space after a card stays (`card [REDACTED_...] now`).
+- CUIT/CUIL: stdnum's check, which also accepts the check digit 9 that AFIP gives when the remainder
+  leaves none (safety.md refuses those).
 - IBAN: a candidate that fails is shortened to the longest prefix that passes (stdnum checks the
   country's length and format as well as mod 97), so a capitalised word after an IBAN no longer hides it;
   groups are separated by spaces or tabs, never a line break.
@@ -22,9 +25,11 @@ import re
 from collections.abc import Callable
 
 from stdnum import iban
+from stdnum.ar import cuit
 from stdnum.kr import rrn
 
 from pipeline.scrub import _checksums as checksums
+from pipeline.scrub._cards import card_passes
 from pipeline.scrub._classes import (
     PII_CLASSES,
     ClassTable,
@@ -87,7 +92,14 @@ _RRN_WORDS = ("rrn", "주민등록번호", "resident registration")
 EXTENDED_CLASSES: tuple[PiiClass, ...] = (
     _SPEC["cpf_formatted"],
     _SPEC["cnpj_formatted"],
-    _SPEC["cuit"],
+    pii_class(
+        "cuit",
+        r"\b[0-9]{2}-[0-9]{8}-[0-9]\b",
+        lambda f: f.has_digit and f.has("-"),
+        r"[0-9]-[0-9]{8}-[0-9]",
+        on_text(stdnum_valid(cuit)),
+        "CUIT",
+    ),
     pii_class(
         "iban",
         r"\b[A-Z]{2}[0-9]{2}(?:[ \t]?[A-Z0-9]){11,30}\b",
@@ -97,7 +109,15 @@ EXTENDED_CLASSES: tuple[PiiClass, ...] = (
         "IBAN",
         narrow=iban_span,
     ),
-    _SPEC["credit_card"],
+    pii_class(
+        "credit_card",
+        r"\b(?:[0-9][\s\-]?){12,18}[0-9]\b",
+        lambda f: f.digits >= 13,
+        r"[\s\-]?(?:[0-9][\s\-]?){12}",
+        card_passes,
+        "CREDIT_CARD",
+        bare=True,
+    ),
     _SPEC["cnpj_bare"],
     _SPEC["cpf_bare"],
     pii_class(
@@ -170,7 +190,9 @@ EXTENDED_CLASSES: tuple[PiiClass, ...] = (
     _SPEC["rfc"],
     _SPEC["pan_in"],
     *NATIONAL_CLASSES,
-    pii_class("phone", CANDIDATE, lambda f: f.digits >= 7, HINT_TAIL, format_only, "PHONE", bare=True, narrow=phone_span),
+    pii_class(
+        "phone", CANDIDATE, lambda f: f.digits >= 7, HINT_TAIL, format_only, "PHONE", bare=True, narrow=phone_span
+    ),
     _SPEC["my_number"],
 )
 

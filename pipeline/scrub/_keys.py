@@ -21,11 +21,17 @@ BLOCK_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?is)-----BEGIN PGP PRIVATE KEY BLOCK-----.*?-----END PGP PRIVATE KEY BLOCK-----"),
 )
 
-_BEGIN = r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-_END = r"-----END[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+# Labels are words before PRIVATE KEY (`RSA`, `ENCRYPTED`, `PGP`), never dashes: an END line cannot reach
+# into the next block's BEGIN line.
+_LABEL = r"(?: [A-Z0-9]+){0,3} PRIVATE KEY(?: BLOCK)?-----"
+_BEGIN = r"-----BEGIN" + _LABEL
+_END = r"-----END" + _LABEL
 # A line break, real or escaped in a JSON string, then a line that is base64 to its end, or a header line.
 _BREAK = r"(?:\r?\n|\\r?\\n)"
-_BODY_LINE = _BREAK + r"(?:[ \t]*[A-Za-z0-9+/=]+[ \t]*(?=\r?\n|\\[rn]|\Z|[\"'`])|[A-Za-z][A-Za-z-]*: [^\r\n\\]*|[ \t]*(?=\r?\n|\\[rn]))"
+_BODY_LINE = (
+    _BREAK
+    + r"(?:[ \t]*[A-Za-z0-9+/=]+[ \t]*(?=\r?\n|\\[rn]|\Z|[\"'`])|[A-Za-z][A-Za-z-]*: [^\r\n\\]*|[ \t]*(?=\r?\n|\\[rn]))"
+)
 EXTENDED_BLOCK_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?i)" + _BEGIN + r"(?:(?:(?!-----BEGIN)[\s\S])*?" + _END + r"|(?:" + _BODY_LINE + r")*)"),
     re.compile(r"(?s)PuTTY-User-Key-File-[0-9]+: .*?Private-MAC: [0-9a-fA-F]+"),

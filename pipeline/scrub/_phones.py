@@ -4,7 +4,8 @@ safety.md's two shapes (E.164 without spaces, NANP) miss every spaced internatio
 national format outside North America, and take ids, timestamps and ranges for phones. Here a candidate
 is a run of 7 to 15 digits with light separators; it is a phone only when libphonenumber says the number
 is valid (a real country code, area code and length), and, without an international prefix, only when
-it is written like a phone (three or more digit groups, or an area code in parentheses) or a phone word
+it is written like a phone (three or more digit groups, an area code in parentheses, or a trunk `0` and
+a group after it) or a phone word
 stands before it ("tel", "call", "mobile"). So a bare 10-digit id, a 13-digit timestamp, `1000-2000`, a
 date, an IP address or a version number is left alone.
 
@@ -33,7 +34,26 @@ HINT_TAIL = r"(?:[ ().\-/]{0,2}[0-9]){6}"
 """After a first digit, what every candidate holds: six more digits, closely spaced."""
 
 NANP_REGION = "US"
-TRUNK_REGIONS = ("GB", "DE", "FR", "IT", "NL", "BE", "AT", "CH", "AU", "NZ", "IN", "JP", "KR", "CN", "BR", "TR")
+TRUNK_REGIONS = (
+    "GB",
+    "DE",
+    "FR",
+    "IT",
+    "NL",
+    "BE",
+    "AT",
+    "CH",
+    "SE",
+    "IE",
+    "AU",
+    "NZ",
+    "IN",
+    "JP",
+    "KR",
+    "CN",
+    "TR",
+    "ZA",
+)
 """Regions whose national numbers start with the trunk prefix 0 (Italy keeps its 0 inside the number)."""
 _KEYWORD = re.compile(
     r"(?i)(?<![a-z])(?:tel|t[ée]l[ée]phone|telephone|phone|phones|telefon|telefone|tel[ée]fono|mobile|mobil|m[óo]vil"
@@ -118,7 +138,8 @@ def _judge(view: str, start: int, end: int) -> bool:
     groups = [len(g) for g in _DIGIT_GROUP.findall(candidate)]
     if 1 in groups[1:]:
         return False  # "speed 20 0 50 50 70": a single digit inside is a list of numbers, not a phone
-    phone_like = len(groups) >= 3 or candidate.startswith("(")
+    # Three groups, an area code in parentheses, or a trunk prefix and a group (`030 123456`).
+    phone_like = len(groups) >= 3 or candidate.startswith("(") or (len(groups) == 2 and candidate.startswith("0"))
     if not (phone_like or _keyword_before(view, start)):
         return False
     return _national_valid(candidate)

@@ -33,6 +33,7 @@ _SELF_NAMED = re.compile(
     r"(?i)(?:your|my|the|an?|some|example|sample|dummy|fake|test|new|old|real|actual)?[-_ .]?"
     r"(?:password|passwd|pass|pwd|secret|token|api[-_ .]?key|key|value|credentials?|passphrase)s?"
     r"(?:[-_ .]?(?:here|goes[-_ .]here|value))?"
+    r"|(?i:change[-_ .]?(?:me|it|this))"  # the conventional defaults a document tells its reader to replace
 )
 _LITERALS = frozenset(
     {"true", "false", "null", "none", "nil", "undefined", "yes", "no", "on", "off", "empty", "required"}
@@ -42,6 +43,10 @@ _LITERALS = frozenset(
 # first name must be an ordinary word, so `ya29.a0AfH6` is not taken for one.
 _CODE_REFERENCE = re.compile(r"([A-Za-z_$][\w$]*)(?:(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+(?:[(\[].*)?|[(\[].*)")
 _PATH = re.compile(r"(?:~|\.{1,2})?/|[A-Za-z]:\\|file:|[A-Za-z][A-Za-z0-9+.-]*://")
+# A file name, which a `key_file` or an `ssh_key` setting names instead of holding the key.
+_FILE_NAME = re.compile(
+    r"[\w.-]+\.(?:pub|pem|key|crt|cer|der|p12|pfx|jks|keystore|gpg|asc|txt|json|ya?ml|toml|ini|cfg|conf|env)"
+)
 _PROSE_WORDS = re.compile(r"(?i)\b(?:password|passphrase|secret|token|key|enter|your|must|least|characters)\b")
 _DIGIT = re.compile(r"[0-9]")
 _LETTER = re.compile(r"[A-Za-z]")
@@ -79,13 +84,18 @@ def _is_code(value: str) -> bool:
 def _not_a_value(value: str, *, quoted: bool = False) -> bool:
     """What no context takes for a secret: placeholders, literals, paths, code, single ordinary words;
     unquoted, also YAML tags and anchors, mentions, comments and the next command-line flag."""
-    if not quoted and value and (value[0] in "!&*@#" or (value[0] == "-" and value[1:2].isalpha()) or value[:2] == "--"):
+    if (
+        not quoted
+        and value
+        and (value[0] in "!&*@#" or (value[0] == "-" and value[1:2].isalpha()) or value[:2] == "--")
+    ):
         return True
     return (
         not value
         or is_placeholder(value)
         or value.lower() in _LITERALS
         or _PATH.match(value) is not None
+        or _FILE_NAME.fullmatch(value) is not None
         or _is_code(value)
         or is_ordinary(value)
         or len(set(value)) == 1

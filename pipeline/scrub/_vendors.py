@@ -66,12 +66,13 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
     _fmt("google_oauth_refresh_token", r"(?<![A-Za-z0-9_/-])1//0[A-Za-z0-9_-]{40,}" + _R, "1//0"),
     _fmt("gcp_private_key_id", r""""private_key_id"\s*:\s*"([0-9a-f]{40})\"""", '"private_key_id"', group=1),
     _fmt("azure_ad_client_secret", r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}"
-         r"(?![A-Za-z0-9_~.-])", "Q~", lead=(4, 4)),
+         r"(?![A-Za-z0-9_~-])", "Q~", lead=(4, 4)),
     _fmt("alibaba_access_key_id", r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{20}(?![A-Za-z0-9])", "LTAI"),
     _fmt("tencent_secret_id", r"(?<![A-Za-z0-9])AKID[A-Za-z0-9]{32}(?![A-Za-z0-9])", "AKID"),
     _fmt("digitalocean_token", _L + r"do[opr]_v1_[a-f0-9]{64}" + _R, "_v1_", lead=(3, 3)),
     _fmt("databricks_token", _L + r"dapi[a-f0-9]{32}(?:-[0-9])?" + _R, "dapi"),
-    _fmt("flyio_token", _L + r"(?:fo1_[A-Za-z0-9_-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3})" + _R, "fo1_", "fm1", "fm2"),
+    _fmt("flyio_token", _L + r"(?:fo1_[A-Za-z0-9_-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3})" + _R,
+         "fo1_", "fm1", "fm2"),
     # Source hosting, CI and package registries.
     _fmt("github_token", _L + r"gh[pousr]_[A-Za-z0-9_]{20,}" + _R, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
     _fmt("github_fine_grained", _L + r"github_pat_[A-Za-z0-9_]{20,}" + _R, "github_pat_"),
@@ -90,7 +91,8 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
     _fmt("sourcegraph_token", _L + r"sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}" + _R, "sgp_"),
     _fmt("octopus_deploy_key", r"(?<![A-Za-z0-9-])API-[A-Z0-9]{26}(?![A-Za-z0-9])", "API-"),
     _fmt("pulumi_token", _L + r"pul-[a-f0-9]{40}" + _R, "pul-"),
-    _fmt("terraform_cloud_token", _L + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}" + _R, ".atlasv1.", lead=(14, 14)),
+    _fmt("terraform_cloud_token", _L + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}" + _R,
+         ".atlasv1.", lead=(14, 14)),
     _fmt("hashicorp_vault_token", _L + r"hv[sbr]\.[A-Za-z0-9_-]{24,}" + _R, "hvs.", "hvb.", "hvr."),
     _fmt("doppler_token", _L + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + _R, "dp."),
     _fmt("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}(?![A-Za-z0-9])", "AGE-SECRET-KEY-1"),
@@ -140,11 +142,11 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
     _fmt("teams_webhook", r"\.webhook\.office\.com/webhookb2/([A-Za-z0-9_@/.-]{40,})", ".webhook.office.com/",
          group=1),
     _fmt("discord_bot_token", r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
-         r"(?![A-Za-z0-9_.-])", "discord", scan=True),
+         r"(?![A-Za-z0-9_-])", "discord", scan=True),
     _fmt("telegram_bot_token", r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _R, ":AA", lead=(8, 10)),
     _fmt("twilio_api_key", r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])", "SK"),
     _fmt("sendgrid_key", _L + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}" + _R, "SG."),
-    _fmt("mailgun_key", _L + r"(?:pub)?key-[0-9a-f]{32}" + _R, "key-"),
+    _fmt("mailgun_key", _L + r"(?:pub)?key-[0-9a-f]{32}" + _R, "key-", lead=(0, 3)),
     _fmt("mailchimp_key", _L + r"[0-9a-f]{32}-us[0-9]{1,2}" + _R, "-us", lead=(32, 32)),
     _fmt("atlassian_token", _L + r"AT[AC]TT3[A-Za-z0-9_=-]{50,}" + _R, "ATATT3", "ATCTT3"),
     _fmt("linear_key", _L + r"lin_api_[A-Za-z0-9]{40}" + _R, "lin_api_"),
@@ -169,9 +171,9 @@ _BY_NEEDLE: dict[str, tuple[VendorFormat, ...]] = {
 }
 # The characters of every format's tokens and of the text around their needles; no token is shorter.
 # (The leftmost match of a greedy run starts where the run does, so no lookbehind is needed.)
-_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+/=~:@\"-"
+_TOKEN_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+/=~:@"-'
 _MIN_TOKEN = 15
-_RUN = re.compile("[" + re.escape(_TOKEN_CHARS) + "]{%d,}" % _MIN_TOKEN)
+_RUN = re.compile(f"[{re.escape(_TOKEN_CHARS)}]{{{_MIN_TOKEN},}}")
 _TOKEN_MASK = bytes(0x61 if chr(b) in _TOKEN_CHARS else 0x20 for b in range(256))
 _ASCII_RUN = re.compile(b"a" * _MIN_TOKEN + b"+")  # a literal prefix: the engine's fast search
 
@@ -187,10 +189,8 @@ def _aws_secrets(text: str) -> list[Span]:
     spans: list[Span] = []
     for key_id in _AWS_KEY_ID.finditer(text):
         lo, hi = max(0, key_id.start() - _AWS_WINDOW), key_id.end() + _AWS_WINDOW
-        for candidate in _AWS_SECRET.finditer(text, lo, hi):
-            # Base64 of 30 random bytes holds both cases and a digit; a hex digest or a word run does not.
-            if all(p.search(candidate.group()) for p in _MIXED):
-                spans.append(candidate.span())
+        # Base64 of 30 random bytes holds both cases and a digit; a hex digest or a word run does not.
+        spans.extend(c.span() for c in _AWS_SECRET.finditer(text, lo, hi) if all(p.search(c.group()) for p in _MIXED))
     return spans
 
 

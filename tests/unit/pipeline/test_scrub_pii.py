@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from pipeline.scrub import _checksums as checksums
 from pipeline.scrub import Policy, has_likely_pii, redact_pii, sanitize_text
+from pipeline.scrub import _checksums as checksums
 from pipeline.scrub._classes import PII_CLASSES
 from pipeline.scrub._view import TextFacts
 

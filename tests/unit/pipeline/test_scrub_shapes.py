@@ -122,7 +122,9 @@ def test_shape_count_is_the_matches_each_pattern_sees() -> None:
     assert sanitize_text("access_token=ya29.abc", SPEC).report.text_redactions == 1
     # Two matches of one shape count two.
     assert (
-        sanitize_text("ghp_abcdefghijklmnopqrstuvwxyz0123 ghp_abcdefghijklmnopqrstuvwxyz4567", SPEC).report.text_redactions
+        sanitize_text(
+            "ghp_abcdefghijklmnopqrstuvwxyz0123 ghp_abcdefghijklmnopqrstuvwxyz4567", SPEC
+        ).report.text_redactions
         == 2
     )
     # A value redacted by shape 2 is not counted again by the later shapes.
