@@ -163,14 +163,19 @@ def _document(item: Document, shared: _Shared) -> list[Event]:
     if item.mime is not None:
         head.append(("mime", item.mime))
     paged = PAGE_BREAK in body
+    observed = item.meta.observed_at
+    whole = _envelope_json(shared, 2, body, head)
+    # The whole body's v2 envelope is the probe's length less the chunk, plus the body: when even that with the
+    # widest chunk and a section fits the target, `split` would keep one piece, so it is not asked.
+    if len(whole.encode("utf-8")) + _chunk_width(paged) + SECTION_RESERVE <= DOCUMENT_CHUNK_TARGET_BYTES:
+        return [_event(shared, None, body, Role.USER, head, observed, None, None, whole)]
     overhead = piece_overhead(shared, head, paged)
     if MAX_EVENT_TEXT_BYTES - overhead < 1:
         pieces = [Piece(body, None, None)]
     else:
         pieces = split(body, overhead, DOCUMENT_CHUNK_TARGET_BYTES, MAX_EVENT_TEXT_BYTES)
-    observed = item.meta.observed_at
     if len(pieces) == 1:
-        return [_event(shared, None, body, Role.USER, head, observed, None, None)]
+        return [_event(shared, None, body, Role.USER, head, observed, None, None, whole)]
     count = len(pieces)
     events = []
     for index, piece in enumerate(pieces):
@@ -184,12 +189,21 @@ def _document(item: Document, shared: _Shared) -> list[Event]:
     return events
 
 
-def piece_overhead(shared: _Shared, head: list[tuple[str, object]], paged: bool) -> int:
-    """Bytes of a piece's v2 envelope with no text and the widest chunk numbers, plus room for a section."""
+def _probe_chunk(paged: bool) -> dict[str, object]:
     chunk: dict[str, object] = {"index": PROBE_INDEX, "count": PROBE_INDEX}
     if paged:
         chunk["pages"] = [PROBE_INDEX, PROBE_INDEX]
-    probe = _envelope_json(shared, 2, "", [*head, ("chunk", chunk)])
+    return chunk
+
+
+def _chunk_width(paged: bool) -> int:
+    """Bytes the widest `chunk` field adds to an envelope."""
+    return len(_fields([("chunk", _probe_chunk(paged))]))
+
+
+def piece_overhead(shared: _Shared, head: list[tuple[str, object]], paged: bool) -> int:
+    """Bytes of a piece's v2 envelope with no text and the widest chunk numbers, plus room for a section."""
+    probe = _envelope_json(shared, 2, "", [*head, ("chunk", _probe_chunk(paged))])
     return len(probe.encode("utf-8")) + SECTION_RESERVE
 
 
@@ -233,8 +247,9 @@ def _event(
     observed: Any,
     pages: tuple[int, int] | None,
     section: str | None,
+    v2: str | None = None,
 ) -> Event:
-    v2 = _envelope_json(shared, 2, text, extra)
+    v2 = v2 if v2 is not None else _envelope_json(shared, 2, text, extra)
     size = len(v2.encode("utf-8"))
     if size > MAX_EVENT_TEXT_BYTES:
         raise InvalidRequestError(
