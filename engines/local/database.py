@@ -46,13 +46,21 @@ def connect(path: Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Autocommit mode: transactions are opened explicitly, so reads never hold a lock.
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    except (sqlite3.DatabaseError, OSError) as err:
+        raise ConfigError(f"cannot create memory file {path}: {getattr(err, 'strerror', None) or err}") from err
+    try:
         for pragma in _PRAGMAS:
             conn.execute(pragma)
         ensure_schema(conn, str(path))
     except sqlite3.DatabaseError as err:
+        conn.close()
         raise ConfigError(f"cannot open memory file {path}: {err}") from err
-    except OSError as err:
-        raise ConfigError(f"cannot create memory file {path}: {err.strerror or err}") from err
+    except ValueError as err:  # a stored item a migration could not read back (rolled back whole)
+        conn.close()
+        raise ConfigError(f"cannot migrate memory file {path}: {err}") from err
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -124,6 +132,9 @@ class _ReadPool:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._call, work)
 
+    def run_now(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return self._executor.submit(self._call, work).result()
+
     def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
@@ -170,6 +181,14 @@ class Database:
         """Run read-only `work` on a reading thread; it sees every committed write. `work` may run at the
         same time as other reads, on another connection: what it shares with them must be thread-safe."""
         return await self._reader.run(work)
+
+    def run_now(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`run`, from a thread without an event loop (the vector backlog's); waits for the result."""
+        return self._writer.run_now(work)
+
+    def read_now(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`read`, from a thread without an event loop; waits for the result."""
+        return self._reader.run_now(work)
 
     def open_now(self) -> None:
         """Open the file at once, so configuration errors surface now rather than at first use."""

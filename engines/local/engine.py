@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -39,13 +42,17 @@ from engines.contract import (
     in_request_order,
     validate_many,
 )
-from engines.local import reads, writes
+from engines.local import pending, reads, writes
+from engines.local.backlog import VectorBacklog
 from engines.local.database import Database
-from engines.local.embed import Embedder, HashingEmbedder, Vectors, embeds_quickly
+from engines.local.embed import Embedder, Vectors, embeds_quickly
+from engines.local.fusion import fusion_for
 from engines.local.openai import ChatSynthesizer
+from engines.local.ranking import Rankers, Ranking, RankRequest, rank
 from engines.local.recall import extractive_answer
 from engines.local.rows import PreparedItem, prepare
-from engines.local.search import Ranked, TermCounts, fuse, keyword_ranking, vector_ranking
+from engines.local.search import TermCounts
+from engines.local.static import StaticEmbedder
 from engines.local.vectors import VectorIndex
 from engines.local.where import Where, add_erase_scope, add_reach, filter_where, kinds_where
 
@@ -55,7 +62,6 @@ logger = logging.getLogger(__name__)
 _Hits = list[Hit]
 _Items = list[Item]
 _Receipts = list[StoreReceipt]
-_Ranking = list[Ranked]
 
 DESCRIPTOR = EngineDescriptor(
     id="local",
@@ -66,6 +72,9 @@ DESCRIPTOR = EngineDescriptor(
 
 DEFAULT_PASSAGE_CHARS = 3000
 DEFAULT_MIN_SIMILARITY = 0.15
+
+FALLBACK_LOG_S = 60.0
+"""At most one log line a minute says that ranked reads stood on keyword for items without vectors."""
 
 
 RANKING_BLOCK = 100
@@ -92,7 +101,12 @@ def _bounded(rows: int) -> int:
 class LocalEngine(MemoryEngine):
     """One SQLite file (WAL) shared safely by several processes; `tenant` isolates users of one file.
 
-    Every write is one transaction. Reads see every committed write of every process.
+    Every write is one transaction. Reads see every committed write of every process. An item is
+    keyword-searchable once stored; its vectors follow from the backlog (at once for the last item
+    of a store call, and for every item with an embedder as cheap as the hashing one), and until
+    then vector and hybrid reads rank it by keyword. The embedder defaults to the packaged static
+    model (semantic, offline). A file indexed with another embedder is re-embedded with this one,
+    in the background; vectors of two embedders are never searched together.
     """
 
     def __init__(
@@ -107,12 +121,18 @@ class LocalEngine(MemoryEngine):
     ) -> None:
         self._db = Database(Path(path))
         self._tenant = tenant or ""
-        self._embedder = embedder or HashingEmbedder()
+        self._embedder = embedder or StaticEmbedder()
         self._chat = chat
         self._passage_chars = passage_chars
-        self._min_similarity = min_similarity
-        self._vectors = VectorIndex(self._embedder.dimensions)
-        self._term_counts = TermCounts()
+        self._rankers = Rankers(
+            vectors=VectorIndex(self._embedder.identity, self._embedder.dimensions),
+            counts=TermCounts(),
+            min_similarity=min_similarity,
+            fusion=fusion_for(self._embedder),
+        )
+        self._backlog = VectorBacklog(self._db, self._embedder, str(self._db.path))
+        self._opened = threading.Event()
+        self._fallback_said = -FALLBACK_LOG_S
 
     @property
     def path(self) -> Path:
@@ -122,6 +142,7 @@ class LocalEngine(MemoryEngine):
         return DESCRIPTOR
 
     def close(self) -> None:
+        self._backlog.close()
         self._db.close()
 
     async def health(self) -> EngineHealth:
@@ -129,7 +150,47 @@ class LocalEngine(MemoryEngine):
             await self._db.read(lambda conn: conn.execute("SELECT count(*) FROM schema_version").fetchone())
         except Error as err:
             return EngineHealth.down(str(err))
-        return EngineHealth.ok()
+        problem = self._backlog.problem
+        return (
+            EngineHealth.degraded(f"{problem}; ranked reads use keyword search meanwhile")
+            if problem
+            else EngineHealth.ok()
+        )
+
+    async def vector_backlog(self) -> int:
+        """How many passages are waiting for their vectors (in the whole file, every tenant's)."""
+        return await self._db.read(pending.pending_count)
+
+    async def wait_for_vectors(self, timeout_s: float = 60.0) -> bool:
+        """Wait until no passage waits for its vector; False when `timeout_s` passed first."""
+        await self._open()
+        deadline = time.monotonic() + timeout_s
+        while await self.vector_backlog():
+            if time.monotonic() >= deadline:
+                return False
+            self._backlog.notify()
+            await asyncio.sleep(0.02)
+        return True
+
+    async def _open(self) -> None:
+        """Settle the file's embedder (adopting it, and queueing a re-embedding, when it is another's)
+        and start the backlog; once per engine."""
+        if self._opened.is_set():
+            return
+        identity = self._embedder.identity
+        if await self._db.read(pending.recorded_embedder) != identity:
+            replaced, queued = await self._db.run(lambda conn: pending.adopt(conn, identity))
+            if replaced is not None:
+                logger.warning(
+                    "memory file %s was indexed with embedder %s; re-embedding its %d passages with %s in the "
+                    "background (vector and hybrid reads use keyword search for them meanwhile)",
+                    self.path,
+                    replaced,
+                    queued,
+                    identity,
+                )
+        self._opened.set()
+        self._backlog.start()
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -142,6 +203,7 @@ class LocalEngine(MemoryEngine):
         return await self._store(items)
 
     async def _store(self, items: _Items) -> _Receipts:
+        await self._open()
         identified = [item.identified() for item in items]
         ids = [item_id for item_id, _ in identified]
         held: set[ItemId] = set()
@@ -154,19 +216,37 @@ class LocalEngine(MemoryEngine):
             if item_id not in held and item_id not in fresh:
                 fresh[item_id] = prepare(self._tenant, item_id, item, wire, self._passage_chars)
         prepared = list(fresh.values())
-        vectors = await self._embedder.embed([p.text for prep in prepared for p in prep.passages])
-        inserted = await self._db.run(lambda conn: self._insert(conn, prepared, vectors))
+        vectors = await self._vectors_now(prepared)
+        identity = self._embedder.identity
+        inserted = await self._db.run(
+            lambda conn: writes.insert_items(conn, self._tenant, prepared, vectors, identity) if prepared else set()
+        )
+        if any(item_id not in vectors for item_id in inserted):
+            self._backlog.notify()
         receipts = []
         for item_id in ids:
             receipts.append(StoreReceipt(id=item_id, replayed=item_id not in inserted))
             inserted.discard(item_id)  # a later copy in the same batch is a replay of the first
         return receipts
 
-    def _insert(self, conn: sqlite3.Connection, prepared: list[PreparedItem], vectors: Vectors) -> set[ItemId]:
-        if not prepared:
-            return set()
-        writes.check_embedder(conn, self._embedder.identity, str(self.path), record=True)
-        return writes.insert_items(conn, self._tenant, prepared, vectors)
+    async def _vectors_now(self, prepared: list[PreparedItem]) -> dict[ItemId, Vectors]:
+        """The vectors computed before the write: every item's for a cheap embedder, else the last item's
+        (the contract lets ranked reads lag only for the others). A failing embedder leaves them to the backlog."""
+        chosen = prepared if embeds_quickly(self._embedder) else prepared[-1:]
+        texts = [passage.text for prep in chosen for passage in prep.passages]
+        if not texts:
+            return {}
+        try:
+            matrix = await self._embedder.embed(texts)
+        except Error as err:
+            logger.warning("embedding at store failed, the backlog will retry (keyword search meanwhile): %s", err)
+            return {}
+        vectors: dict[ItemId, Vectors] = {}
+        row = 0
+        for prep in chosen:
+            vectors[prep.id] = matrix[row : row + len(prep.passages)]
+            row += len(prep.passages)
+        return vectors
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
         target.check()
@@ -249,31 +329,41 @@ class LocalEngine(MemoryEngine):
         skip: int = 0,
     ) -> _Hits:
         """Hits ranked `skip` to `want` (exclusive); only those are read back from the file."""
-        where = filter_where(self._tenant, filter)
+        await self._open()
         window = ranking_window(want * 4 if refers_to is not None else want)
-        vector = None if mode is FetchMode.KEYWORD else (await self._embedder.embed([query]))[0]
+        vector = None if mode is FetchMode.KEYWORD else await self._query_vector(query)
+        request = RankRequest(filter_where(self._tenant, filter), query, mode, vector, window)
 
-        def work(conn: sqlite3.Connection) -> _Hits:
-            ranked = self._rank(conn, where, query, mode, vector, window)
+        def work(conn: sqlite3.Connection) -> tuple[_Hits, Ranking]:
+            ranking = rank(conn, request, self._rankers)
             if refers_to is None:
-                return reads.ranked_hits(conn, ranked[skip:want])
+                return reads.ranked_hits(conn, ranking.ranked[skip:want]), ranking
             # The hint reorders by observation day, which only the read-back hits know.
-            return refers_to.rank(reads.ranked_hits(conn, ranked))[skip:want]
+            return refers_to.rank(reads.ranked_hits(conn, ranking.ranked))[skip:want], ranking
 
-        return await self._db.read(work)
+        hits, ranking = await self._db.read(work)
+        if ranking.keyword_only or (vector is None and mode is not FetchMode.KEYWORD):
+            self._say_fallback(mode, ranking)
+        return hits
 
-    def _rank(
-        self,
-        conn: sqlite3.Connection,
-        where: Where,
-        query: str,
-        mode: FetchMode,
-        vector: NDArray[np.float32] | None,
-        want: int,
-    ) -> _Ranking:
-        keyword = keyword_ranking(conn, where, query, want, self._term_counts) if mode is not FetchMode.VECTOR else []
-        if vector is None:
-            return keyword
-        writes.check_embedder(conn, self._embedder.identity, str(self.path), record=False)
-        found = vector_ranking(conn, self._vectors, where, vector, self._min_similarity, want)
-        return found if mode is FetchMode.VECTOR else fuse(keyword, found, want)
+    async def _query_vector(self, query: str) -> NDArray[np.float32] | None:
+        try:
+            vectors: Vectors = await self._embedder.embed([query])
+        except Error as err:
+            logger.warning("cannot embed a query, ranking it by keyword: %s", err)
+            return None
+        query_vector: NDArray[np.float32] = vectors[0]
+        return query_vector
+
+    def _say_fallback(self, mode: FetchMode, ranking: Ranking) -> None:
+        now = time.monotonic()
+        if now - self._fallback_said < FALLBACK_LOG_S:
+            return
+        self._fallback_said = now
+        if ranking.foreign_vectors:
+            reason = f"the memory file's vectors are another embedder's than {self._embedder.identity}"
+        elif ranking.keyword_only:
+            reason = "their vectors are still being computed"
+        else:
+            reason = "the query could not be embedded"
+        logger.info("a %s read ranked %d of its items by keyword: %s", mode.value, ranking.keyword_only, reason)

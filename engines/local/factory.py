@@ -10,6 +10,7 @@ from engines.contract import ConfigError
 from engines.local.embed import Embedder, HashingEmbedder
 from engines.local.engine import DEFAULT_PASSAGE_CHARS, DESCRIPTOR, LocalEngine
 from engines.local.openai import ChatSynthesizer, Endpoint, OpenAIEmbedder
+from engines.local.static import DEFAULT_STATIC_MODEL, StaticEmbedder
 from engines.settings import EmbedderSettings, EngineCredential, EngineSettings, check_endpoint
 
 __all__ = ["DESCRIPTOR", "build"]
@@ -40,6 +41,8 @@ def _secret(key: str | None) -> SecretStr | None:
 
 def build_embedder(settings: EmbedderSettings, key: str | None) -> Embedder:
     """The embedder the settings name; a remote one needs its endpoint and model."""
+    if settings.kind == "static":
+        return StaticEmbedder(settings.model or DEFAULT_STATIC_MODEL, settings.dimensions)
     if settings.kind == "hashing":
         try:
             return HashingEmbedder(settings.dimensions)

@@ -1,8 +1,9 @@
 """Recall for the local engine: an extractive answer drawn from the best passages.
 
-The answer quotes, for each cited item in rank order, the sentences of its best passage that share
-the most words with the question, each line ending with the citation's number. Nothing is
-invented, so every statement in the answer can be checked against its citation.
+The answer quotes, for each cited item in rank order (the hybrid ranking, best first), the
+sentences of its best passage that share the most words with the question (stop words aside,
+plurals folded), each line ending with the citation's number. Nothing is invented, so every
+statement in the answer can be checked against its citation.
 """
 
 from __future__ import annotations
@@ -10,17 +11,13 @@ from __future__ import annotations
 import re
 
 from engines.contract import Citation, Hit, RecallAnswer
+from engines.local.words import content_terms
 
 EXTRACTIVE_MODEL = "local-extractive"
 SNIPPET_CHARS = 300
 _SENTENCES_PER_HIT = 2
 
-_WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def _words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text)}
 
 
 def _clip(text: str, limit: int) -> str:
@@ -30,11 +27,11 @@ def _clip(text: str, limit: int) -> str:
 
 def best_sentences(question: str, passage: str, count: int = _SENTENCES_PER_HIT) -> str:
     """The `count` sentences of `passage` sharing most words with `question`, in passage order."""
-    wanted = _words(question)
+    wanted = content_terms(question)
     sentences = [s.strip() for s in _SENTENCE_END.split(passage) if s.strip() and not s.strip().startswith("#")]
     if not sentences:
         return _clip(passage, SNIPPET_CHARS)
-    scored = sorted(range(len(sentences)), key=lambda i: (-len(wanted & _words(sentences[i])), i))
+    scored = sorted(range(len(sentences)), key=lambda i: (-len(wanted & content_terms(sentences[i])), i))
     chosen = sorted(scored[:count])
     return _clip(" ".join(sentences[i] for i in chosen), SNIPPET_CHARS)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from engines.chunking import Piece, passages
@@ -103,6 +104,17 @@ def passage_source(item: Item) -> tuple[str, str]:
 def passage_text(item: Item, start: int, stop: int) -> str:
     heading, source = passage_source(item)
     return heading + source[start:stop]
+
+
+def indexed_texts(rows: Iterable[tuple[int, int, int, str]]) -> Iterator[tuple[int, str]]:
+    """(rowid, text) of passages given as (rowid, start, stop, item body): the text the keyword index
+    holds for each. Rows of one item should come together: its body is decoded once for all of them."""
+    body: str | None = None
+    item: Item | None = None
+    for rowid, start, stop, text in rows:
+        if item is None or text != body:
+            body, item = text, decode_item(text)
+        yield rowid, passage_text(item, start, stop)
 
 
 def cut_passages(item: Item, passage_chars: int) -> list[Passage]:

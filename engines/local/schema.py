@@ -2,18 +2,21 @@
 
 One file holds every tenant's items. `items` keeps each item whole (its wire JSON) beside one
 column per filterable metadata field, so filters, reach and facets run in SQL. `passages` cuts
-each item into searchable pieces; `passage_text` is their FTS5 index (BM25, contentless) and
-`passages.vector` their float32 embedding.
+each item into searchable pieces; `passage_text` is their FTS5 index (BM25, Porter-stemmed,
+contentless), `passage_vectors` their float32 embeddings and `pending_vectors` the passages still
+waiting for one. The tables as a new file has them are `_V1` followed by every migration.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
 from engines.contract import ConfigError
+from engines.local.migrations import FTS_AUTOMERGE, FTS_TOKENIZER, MIGRATIONS, statements
 
-SCHEMA_VERSION = 2
+__all__ = ["FTS_AUTOMERGE", "FTS_TOKENIZER", "SCHEMA_VERSION", "create_schema", "ensure_schema"]
+
+SCHEMA_VERSION = 4
 
 _V1 = """
 CREATE TABLE items (
@@ -77,34 +80,13 @@ CREATE VIRTUAL TABLE passage_vocab USING fts5vocab (passage_text, 'row');
 CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-FTS_AUTOMERGE = 8
-"""How many index segments of one size the FTS index lets pile up before merging them.
 
-Each store call writes one small segment. FTS5's default (4) merges so eagerly that merging
-was a third of a store's cost at 50,000 items; at 8 a store is about 10% faster and queries
-measured the same, as a query's cost is in scoring postings, not in visiting segments.
-"""
-
-
-def _v2_merge_less(conn: sqlite3.Connection) -> None:
-    conn.execute("INSERT INTO passage_text (passage_text, rank) VALUES ('automerge', ?)", (FTS_AUTOMERGE,))
-
-
-# Each entry moves a file from version n to n + 1; append only, never edit a shipped step.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v2_merge_less}
-
-
-def _statements(script: str) -> list[str]:
-    # executescript() would commit the open transaction first, so statements run one by one.
-    lines = [line.split("--", 1)[0] for line in script.splitlines()]
-    return [stmt.strip() for stmt in "\n".join(lines).split(";") if stmt.strip()]
-
-
-def _create(conn: sqlite3.Connection) -> None:
-    for statement in _statements(_V1):
+def create_schema(conn: sqlite3.Connection, version: int = SCHEMA_VERSION) -> None:
+    """The tables of a new file as release `version` created them (tests build old files with it)."""
+    for statement in statements(_V1):
         conn.execute(statement)
     conn.execute("INSERT INTO schema_version (version) VALUES (1)")
-    _migrate(conn, 1)
+    _migrate(conn, 1, version)
 
 
 def ensure_schema(conn: sqlite3.Connection, path: str) -> None:
@@ -115,21 +97,21 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> None:
         row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
         found = row[0] if row else None
         if found is None:
-            _create(conn)
+            create_schema(conn)
         elif found > SCHEMA_VERSION:
             raise ConfigError(
                 f"memory file {path} was written by a newer tinymemory (schema {found}, this build reads "
                 f"up to {SCHEMA_VERSION}); upgrade tinymemory or point the data directory elsewhere"
             )
         else:
-            _migrate(conn, found)
+            _migrate(conn, found, SCHEMA_VERSION)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
 
 
-def _migrate(conn: sqlite3.Connection, found: int) -> None:
-    for version in range(found, SCHEMA_VERSION):
+def _migrate(conn: sqlite3.Connection, found: int, target: int) -> None:
+    for version in range(found, target):
         MIGRATIONS[version](conn)
         conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version + 1,))

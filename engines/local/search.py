@@ -1,13 +1,11 @@
-"""Ranked reads over one tenant's admitted items: BM25 keyword, vector, and their fusion.
+"""Ranked reads over one tenant's admitted items: BM25 keyword and vector rankings.
 
 Each ranking is a list of `Ranked` (item, its best passage, score), one entry per item, best
-first. Hybrid fuses the keyword and vector rankings by reciprocal rank fusion, which needs no
-calibration between BM25 scores and cosines.
+first. `fusion` combines the two for hybrid search.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -15,13 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from engines.local.vectors import VectorIndex
+from engines.local.vectors import Snapshot
 from engines.local.where import Where
+from engines.local.words import search_words
 
-RRF_K = 60
-"""The usual reciprocal-rank-fusion constant: a rank r contributes 1 / (60 + r)."""
-
-_WORD = re.compile(r"\w+")
 _CHECK_CHUNK = 512
 _CHECK_ROUNDS = 4
 _PRUNE_FROM_PASSAGES = 2_000
@@ -33,11 +28,6 @@ class Ranked:
     item_seq: int
     passage: int
     score: float
-
-
-def query_words(text: str) -> list[str]:
-    """The distinct words of a query, lowercased, as the index's tokenizer splits them."""
-    return list(dict.fromkeys(w for w in _WORD.findall(text.lower().replace("_", " "))))
 
 
 def fts_query(words: list[str]) -> str | None:
@@ -103,8 +93,8 @@ def informative_words(conn: sqlite3.Connection, words: list[str], counts: TermCo
 
 
 def keyword_ranking(conn: sqlite3.Connection, where: Where, query: str, want: int, counts: TermCounts) -> list[Ranked]:
-    """Items whose passages match a word of `query`, by their best passage's BM25."""
-    match = fts_query(informative_words(conn, query_words(query), counts))
+    """Items whose passages match a word of `query` (stop words aside), by their best passage's BM25."""
+    match = fts_query(informative_words(conn, search_words(query), counts))
     if match is None:
         return []
     limit = max(want * 3, 100)
@@ -169,14 +159,13 @@ def _first_per_item(rows: Iterable[tuple[int, int, float]]) -> list[Ranked]:
 
 def vector_ranking(
     conn: sqlite3.Connection,
-    index: VectorIndex,
+    snapshot: Snapshot,
     where: Where,
     query: NDArray[np.float32],
     threshold: float,
     want: int,
 ) -> list[Ranked]:
-    """Items whose best passage's cosine with `query` reaches `threshold`, best first."""
-    snapshot = index.refresh(conn)
+    """Items whose best embedded passage's cosine with `query` reaches `threshold`, best first."""
     # One more than the filter is checked against, so a selective filter shows (see _admitted_in_order).
     depth = _CHECK_ROUNDS * _CHECK_CHUNK + 1
     items, rowids, scores = snapshot.best_per_item(query, threshold, depth)
@@ -215,15 +204,3 @@ def _admitted_in_order(conn: sqlite3.Connection, where: Where, items: NDArray[np
         if len(admitted) >= want:
             return admitted
     return None if len(items) > _CHECK_ROUNDS * _CHECK_CHUNK else admitted
-
-
-def fuse(keyword: list[Ranked], vector: list[Ranked], want: int) -> list[Ranked]:
-    """Reciprocal rank fusion; an item keeps the passage its keyword ranking chose, if any."""
-    scores: dict[int, float] = {}
-    passage: dict[int, int] = {}
-    for ranking in (vector, keyword):
-        for rank, hit in enumerate(ranking, start=1):
-            scores[hit.item_seq] = scores.get(hit.item_seq, 0.0) + 1.0 / (RRF_K + rank)
-            passage[hit.item_seq] = hit.passage
-    ordered = sorted(scores, key=lambda seq: -scores[seq])
-    return [Ranked(seq, passage[seq], scores[seq]) for seq in ordered[:want]]

@@ -1,7 +1,9 @@
 """An in-memory copy of the passages' vectors, kept in step with the file, searched with numpy.
 
-Other processes write the same file, so before each search the copy loads the passages added
-since it last looked, and drops removed ones when the file's deletion counter has moved.
+Other processes write the same file, and vectors arrive after their passages (the backlog embeds
+them later), so before each search the copy loads the vectors that arrived since it last looked
+(in arrival order), and drops removed ones when the file's deletion counter has moved. It loads
+only vectors of its own embedder: when the file names another, it has none to search.
 
 Several reading threads search one copy at once. Refreshing is serialised by a lock and hands
 each search a snapshot (the arrays up to the size then): rows are appended past every snapshot's
@@ -17,21 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-DELETIONS_KEY = "deletions"
-
-
-def bump_deletions(conn: sqlite3.Connection) -> None:
-    """Tell every process's vector copy that passages were removed (call inside the write)."""
-    conn.execute(
-        "INSERT INTO settings (key, value) VALUES (?, '1') "
-        "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
-        (DELETIONS_KEY,),
-    )
-
-
-def _deletions(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT value FROM settings WHERE key = ?", (DELETIONS_KEY,)).fetchone()
-    return int(row[0]) if row else 0
+from engines.local.pending import deletions, recorded_embedder
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,49 +57,66 @@ class Snapshot:
 
 
 class VectorIndex:
-    """Passage vectors with their passage rowids and item seqs, grown in place as rows arrive."""
+    """Passage vectors of one embedder with their passage rowids and item seqs, grown in place as they arrive."""
 
-    def __init__(self, dimensions: int) -> None:
+    def __init__(self, identity: str, dimensions: int) -> None:
+        self.identity = identity
         self.dimensions = dimensions
         self._lock = threading.Lock()
         self._size = 0
+        self._seqs = np.zeros(1024, dtype=np.int64)
         self._rowids = np.zeros(1024, dtype=np.int64)
         self._items = np.zeros(1024, dtype=np.int64)
         self._matrix = np.zeros((1024, dimensions), dtype=np.float32)
         self._loaded_upto = 0
         self._deletions = -1
 
-    def refresh(self, conn: sqlite3.Connection) -> Snapshot:
-        """Bring the copy up to what `conn` sees, and the snapshot to search."""
+    def refresh(self, conn: sqlite3.Connection) -> Snapshot | None:
+        """Bring the copy up to what `conn` sees, and the snapshot to search; None when the file's
+        vectors are another embedder's."""
         with self._lock:
-            deletions = _deletions(conn)
-            if deletions != self._deletions:
-                self._drop_removed(conn)
-                self._deletions = deletions
-            rows = conn.execute(
-                "SELECT rowid, item_seq, vector FROM passages WHERE rowid > ? ORDER BY rowid",
-                (self._loaded_upto,),
-            ).fetchall()
-            if rows:
-                self._append(rows)
-            size = self._size
-            return Snapshot(self._rowids[:size], self._items[:size], self._matrix[:size])
+            # One read transaction: the embedder named and the vectors loaded come from one moment,
+            # so a change of embedder committed in between cannot slip foreign vectors in.
+            conn.execute("BEGIN")
+            try:
+                return self._refresh(conn)
+            finally:
+                conn.execute("COMMIT")
+
+    def _refresh(self, conn: sqlite3.Connection) -> Snapshot | None:
+        if recorded_embedder(conn) not in (None, self.identity):
+            return None
+        removed = deletions(conn)
+        if removed != self._deletions:
+            self._drop_removed(conn)
+            self._deletions = removed
+        rows = conn.execute(
+            "SELECT v.seq, p.rowid, p.item_seq, v.vector FROM passage_vectors v CROSS JOIN passages p "
+            "ON p.rowid = v.passage WHERE v.seq > ? ORDER BY v.seq",
+            (self._loaded_upto,),
+        ).fetchall()
+        if rows:
+            self._append(rows)
+        size = self._size
+        return Snapshot(self._rowids[:size], self._items[:size], self._matrix[:size])
 
     def _drop_removed(self, conn: sqlite3.Connection) -> None:
-        live = np.fromiter((r[0] for r in conn.execute("SELECT rowid FROM passages")), dtype=np.int64)
-        keep = np.isin(self._rowids[: self._size], live, assume_unique=True)
+        live = np.fromiter((r[0] for r in conn.execute("SELECT seq FROM passage_vectors")), dtype=np.int64)
+        keep = np.isin(self._seqs[: self._size], live, assume_unique=True)
         # New arrays (boolean indexing copies): a search may still be reading the old ones.
+        self._seqs = self._seqs[: self._size][keep]
         self._rowids = self._rowids[: self._size][keep]
         self._items = self._items[: self._size][keep]
         self._matrix = self._matrix[: self._size][keep]
         self._size = len(self._rowids)
 
-    def _append(self, rows: list[tuple[int, int, bytes]]) -> None:
+    def _append(self, rows: list[tuple[int, int, int, bytes]]) -> None:
         self._reserve(self._size + len(rows))
         end = self._size + len(rows)
-        self._rowids[self._size : end] = [r[0] for r in rows]
-        self._items[self._size : end] = [r[1] for r in rows]
-        block = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
+        self._seqs[self._size : end] = [r[0] for r in rows]
+        self._rowids[self._size : end] = [r[1] for r in rows]
+        self._items[self._size : end] = [r[2] for r in rows]
+        block = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32)
         self._matrix[self._size : end] = block.reshape(len(rows), self.dimensions)
         self._size = end
         self._loaded_upto = int(rows[-1][0])
@@ -123,10 +128,12 @@ class VectorIndex:
         capacity = max(capacity, 1024)
         while capacity < needed:
             capacity *= 2
+        seqs = np.zeros(capacity, dtype=np.int64)
         rowids = np.zeros(capacity, dtype=np.int64)
         items = np.zeros(capacity, dtype=np.int64)
         matrix = np.zeros((capacity, self.dimensions), dtype=np.float32)
+        seqs[: self._size] = self._seqs[: self._size]
         rowids[: self._size] = self._rowids[: self._size]
         items[: self._size] = self._items[: self._size]
         matrix[: self._size] = self._matrix[: self._size]
-        self._rowids, self._items, self._matrix = rowids, items, matrix
+        self._seqs, self._rowids, self._items, self._matrix = seqs, rowids, items, matrix

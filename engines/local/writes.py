@@ -5,50 +5,29 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from engines.contract import ConfigError, Item, ItemId
+from engines.contract import ItemId
+from engines.local import pending
 from engines.local.database import write_transaction
 from engines.local.embed import Vectors
-from engines.local.rows import ITEM_COLUMNS, ITEM_MARKS, PreparedItem, decode_item, passage_text
-from engines.local.vectors import bump_deletions
+from engines.local.rows import ITEM_COLUMNS, ITEM_MARKS, PreparedItem, indexed_texts
 from engines.local.where import SQLValue, Where
 
-EMBEDDER_KEY = "embedder"
 _CHUNK = 500  # ids per IN (...) list, well under SQLite's bound on parameters
 _ANALYZE_FROM_ITEMS = 1_000
 
 _INSERT_ITEM = f"INSERT INTO items (seq, {ITEM_COLUMNS}) VALUES (?, {ITEM_MARKS})"
 _INSERT_PASSAGE = (
-    "INSERT INTO passages (rowid, item_seq, piece, start, stop, page_first, page_last, section, vector) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO passages (rowid, item_seq, piece, start, stop, page_first, page_last, section) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
 _UNINDEX = "INSERT INTO passage_text (passage_text, rowid, text) VALUES ('delete', ?, ?)"
 
 
-def _indexed_texts(rows: Iterable[tuple[int, int, int, str]]) -> Iterator[tuple[int, str]]:
-    items: dict[str, Item] = {}
-    for rowid, start, stop, body in rows:
-        item = items.get(body) or items.setdefault(body, decode_item(body))
-        yield rowid, passage_text(item, start, stop)
-
-
 def chunks(values: list[int] | list[str], size: int = _CHUNK) -> Iterator[list[int] | list[str]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
-
-
-def check_embedder(conn: sqlite3.Connection, identity: str, path: str, *, record: bool) -> None:
-    """Refuse to mix vectors of another embedder; with `record`, name this one on first use."""
-    row = conn.execute("SELECT value FROM settings WHERE key = ?", (EMBEDDER_KEY,)).fetchone()
-    if row is None:
-        if record:
-            conn.execute("INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)", (EMBEDDER_KEY, identity))
-    elif row[0] != identity:
-        raise ConfigError(
-            f"memory file {path} was indexed with embedder {row[0]} but this engine uses {identity}; "
-            "configure the same embedder, or use a new data directory"
-        )
 
 
 def held_ids(conn: sqlite3.Connection, tenant: str, ids: Iterable[ItemId]) -> set[ItemId]:
@@ -61,43 +40,54 @@ def held_ids(conn: sqlite3.Connection, tenant: str, ids: Iterable[ItemId]) -> se
     return held
 
 
-def insert_items(conn: sqlite3.Connection, tenant: str, prepared: list[PreparedItem], vectors: Vectors) -> set[ItemId]:
+def insert_items(
+    conn: sqlite3.Connection, tenant: str, prepared: list[PreparedItem], vectors: dict[ItemId, Vectors], embedder: str
+) -> set[ItemId]:
     """Insert the items in one transaction; returns the ids actually inserted (the rest were held,
     perhaps written by another process since they were looked up).
 
+    `vectors` holds the passage vectors of the items embedded before the write, which are stored
+    with them when the file's vectors are `embedder`'s; every other passage is queued for the backlog.
     Rows are numbered here and written with one `executemany` per table: the write lock is held,
     so no other writer can take those numbers, and few Python-to-SQLite round trips let the
     caller's thread work while SQLite does.
     """
     with write_transaction(conn):
         held = held_ids(conn, tenant, (p.id for p in prepared))
+        if vectors and not pending.admits(conn, embedder):
+            vectors = {}  # another process's embedder now owns the file: its backlog embeds them all
         seq, rowid = _next(conn, "items"), _next(conn, "passages")
         inserted: set[ItemId] = set()
         items: list[tuple[SQLValue, ...]] = []
         tags: list[tuple[int, str]] = []
         passages: list[tuple[SQLValue, ...]] = []
         texts: list[tuple[int, str]] = []
-        row = 0
+        embedded: list[tuple[int, bytes]] = []
+        queued: list[int] = []
         for prep in prepared:
             if prep.id in held:
-                row += len(prep.passages)
                 continue
             held.add(prep.id)
             inserted.add(prep.id)
             items.append((seq, *prep.values))
             tags.extend((seq, tag) for tag in prep.tags)
-            for passage in prep.passages:
+            rows = vectors.get(prep.id)
+            for n, passage in enumerate(prep.passages):
                 pages = passage.pages or (None, None)
-                span = (passage.start, passage.stop)
-                passages.append((rowid, seq, passage.piece, *span, *pages, passage.section, vectors[row].tobytes()))
+                passages.append((rowid, seq, passage.piece, passage.start, passage.stop, *pages, passage.section))
                 texts.append((rowid, passage.text))
+                if rows is None:
+                    queued.append(rowid)
+                else:
+                    embedded.append((rowid, rows[n].tobytes()))
                 rowid += 1
-                row += 1
             seq += 1
         conn.executemany(_INSERT_ITEM, items)
         conn.executemany("INSERT INTO item_tags (item_seq, tag) VALUES (?, ?)", tags)
         conn.executemany(_INSERT_PASSAGE, passages)
         conn.executemany("INSERT INTO passage_text (rowid, text) VALUES (?, ?)", texts)
+        pending.insert_vectors(conn, embedded)
+        pending.queue(conn, queued)
     refresh_statistics(conn, seq - 1)
     return inserted
 
@@ -155,9 +145,9 @@ def _delete_seqs(conn: sqlite3.Connection, seqs: list[int]) -> None:
         # The contentless index forgets a row only when told the exact text it indexed.
         rows = conn.execute(
             "SELECT p.rowid, p.start, p.stop, i.body FROM passages p CROSS JOIN items i ON i.seq = p.item_seq "
-            f"WHERE p.item_seq IN ({marks})",
+            f"WHERE p.item_seq IN ({marks}) ORDER BY p.item_seq",
             chunk,
         )
-        conn.executemany(_UNINDEX, list(_indexed_texts(rows)))
+        conn.executemany(_UNINDEX, list(indexed_texts(rows)))
         conn.execute(f"DELETE FROM items WHERE seq IN ({marks})", chunk)
-    bump_deletions(conn)
+    pending.bump_deletions(conn)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -125,13 +126,34 @@ async def test_a_failing_chat_endpoint_falls_back_to_the_extractive_answer(
 
 
 @pytest.mark.parametrize(("status", "error"), [(429, UnavailableError), (503, UnavailableError), (400, EngineError)])
-async def test_embedding_failures_map_to_contract_errors(
-    engine: LocalEngine, status: int, error: type[Exception]
-) -> None:
+async def test_embedding_failures_map_to_contract_errors(status: int, error: type[Exception], server: str) -> None:
     FakeOpenAI.status = status
+    embedder = OpenAIEmbedder(Endpoint(server, "embed-model", SecretStr("sk-test-key")), DIMENSIONS)
     with pytest.raises(error) as caught:
-        await engine.store(Document.from_text("anything"))
+        await embedder.embed(["anything"])
     assert "sk-test-key" not in str(caught.value)
+
+
+async def test_a_failing_embeddings_endpoint_never_fails_a_store(
+    engine: LocalEngine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("engines.local.backlog._PAUSES_S", (0.05,))
+    FakeOpenAI.status = 503
+    receipts = await engine.store_many([Document.from_text("aaaa first"), Document.from_text("eeee second")])
+    page = await engine.fetch(FetchRequest(query="second", mode=FetchMode.HYBRID, limit=5))
+    assert [hit.id for hit in page.hits] == [receipts[1].id]  # by keyword, while no vector can be had
+    for _ in range(200):  # the backlog's first try fails soon after the store
+        health = await engine.health()
+        if health.state == "degraded":
+            break
+        await asyncio.sleep(0.02)
+    assert health.state == "degraded" and "is failing" in (health.reason or "")
+    FakeOpenAI.status = 200  # the endpoint is back: the backlog catches up
+    assert await engine.wait_for_vectors(timeout_s=10)
+    assert (await engine.health()).state == "ok"
+    vector = await engine.fetch(FetchRequest(query="aa", mode=FetchMode.VECTOR, limit=1))
+    assert [hit.id for hit in vector.hits] == [receipts[0].id]
+    assert "sk-test-key" not in caplog.text
 
 
 async def test_an_unreachable_endpoint_is_unavailable(tmp_path: Path) -> None:

@@ -39,6 +39,8 @@ async def _store(engine: LocalEngine, docs: list[Document]) -> list[str]:
     ids = []
     for start in range(0, len(docs), 100):
         ids += [str(r.id) for r in await engine.store_many(list(docs[start : start + 100]))]
+    # Vectors arrive from the backlog: answers compared with each other must all see them.
+    assert await engine.wait_for_vectors(timeout_s=60)
     return ids
 
 
@@ -71,6 +73,7 @@ async def test_searches_during_writes_and_deletions_end_consistent(tmp_path: Pat
                 await engine.forget(ForgetTarget(ids=ids[round_ * 10 : round_ * 10 + 10]))
 
         await asyncio.gather(churn(), *(_answers(engine, requests) for _ in range(4)))
+        assert await engine.wait_for_vectors(timeout_s=60)
         # Once writing stops, this engine's vector copy (grown and pruned under concurrent searches) must
         # answer exactly as a fresh engine on the same file, which loads everything once.
         fresh = LocalEngine(tmp_path / "memory.db")

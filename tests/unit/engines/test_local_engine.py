@@ -36,7 +36,7 @@ from engines.contract import (
     Turn,
 )
 from engines.local import HashingEmbedder, LocalEngine
-from engines.local.schema import FTS_AUTOMERGE, SCHEMA_VERSION
+from engines.local.schema import SCHEMA_VERSION
 from engines.local.search import TermCounts, informative_words
 
 PAGE_WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "eiusmod")
@@ -125,13 +125,43 @@ async def test_keyword_ranks_by_bm25_and_ignores_query_syntax(engine: LocalEngin
     assert nothing.hits == []
 
 
-async def test_vector_mode_finds_spelling_variants_keyword_misses(engine: LocalEngine) -> None:
+async def test_keyword_search_stems_words_and_skips_stop_words(engine: LocalEngine) -> None:
     target = await engine.store(Document.from_text("notes on deployment pipelines and their configuration"))
-    await engine.store(Document.from_text("a recipe for lemon cake"))
-    vector = await engine.fetch(FetchRequest(query="deploying pipeline configurations", mode=FetchMode.VECTOR, limit=5))
+    await engine.store(Document.from_text("a recipe for lemon cake, and the icing of the cake"))
+    # Porter stemming: "deploying" and "configurations" share stems with "deployment" and "configuration".
+    stemmed = await engine.fetch(FetchRequest(query="deploying configurations", mode=FetchMode.KEYWORD, limit=5))
+    assert [hit.id for hit in stemmed.hits] == [target.id]
+    # "the", "of" and "and" are in both documents; a query keeps only its other words.
+    stopped = await engine.fetch(
+        FetchRequest(query="the configuration of the pipeline", mode=FetchMode.KEYWORD, limit=5)
+    )
+    assert [hit.id for hit in stopped.hits] == [target.id]
+    only_stop_words = await engine.fetch(FetchRequest(query="and the", mode=FetchMode.KEYWORD, limit=5))
+    assert len(only_stop_words.hits) == 2  # nothing else to search for: the stop words are searched
+
+
+async def test_vector_mode_finds_by_meaning_what_keyword_misses(engine: LocalEngine) -> None:
+    target = await engine.store(Document.from_text("the car needs new brakes and an oil change at the garage"))
+    await engine.store(Document.from_text("a recipe for lemon cake with sugar icing"))
+    query = "automobile mechanic"
+    assert (await engine.fetch(FetchRequest(query=query, mode=FetchMode.KEYWORD, limit=5))).hits == []
+    vector = await engine.fetch(FetchRequest(query=query, mode=FetchMode.VECTOR, limit=5))
     assert [hit.id for hit in vector.hits] == [target.id]
-    keyword = await engine.fetch(FetchRequest(query="deploying configurations", mode=FetchMode.KEYWORD, limit=5))
-    assert keyword.hits == []
+    hybrid = await engine.fetch(FetchRequest(query=query, mode=FetchMode.HYBRID, limit=5))
+    assert [hit.id for hit in hybrid.hits] == [target.id]
+
+
+async def test_hashing_vectors_find_spelling_variants(tmp_path: Path) -> None:
+    engine = LocalEngine(tmp_path / "hashing.sqlite3", embedder=HashingEmbedder())
+    try:
+        target = await engine.store(Document.from_text("notes on deployment pipelines and their configuration"))
+        await engine.store(Document.from_text("a recipe for lemon cake"))
+        page = await engine.fetch(
+            FetchRequest(query="deploying pipeline configurations", mode=FetchMode.VECTOR, limit=5)
+        )
+        assert [hit.id for hit in page.hits] == [target.id]
+    finally:
+        engine.close()
 
 
 async def test_hybrid_fuses_both_rankings(engine: LocalEngine) -> None:
@@ -258,32 +288,6 @@ def test_a_file_from_a_newer_version_is_refused(tmp_path: Path) -> None:
         engine._db.open_now()
 
 
-def _fts_automerge(path: Path) -> int | None:
-    with closing(sqlite3.connect(path)) as conn:
-        row = conn.execute("SELECT v FROM passage_text_config WHERE k = 'automerge'").fetchone()
-    return None if row is None else int(row[0])
-
-
-async def test_a_version_1_file_is_migrated_forward_and_keeps_its_items(tmp_path: Path) -> None:
-    path = tmp_path / "old.sqlite3"
-    old = LocalEngine(path)
-    receipt = await old.store(Document.from_text("written by the first release"))
-    old.close()
-    with closing(sqlite3.connect(path)) as conn:  # what the first release left: version 1, FTS5's defaults
-        conn.execute("DELETE FROM schema_version WHERE version > 1")
-        conn.execute("DELETE FROM passage_text_config WHERE k = 'automerge'")
-        conn.commit()
-    assert _fts_automerge(path) is None
-    engine = LocalEngine(path)
-    hits = (await engine.fetch(FetchRequest(query="release", mode=FetchMode.KEYWORD, limit=5))).hits
-    engine.close()
-    assert [hit.id for hit in hits] == [receipt.id]
-    assert _fts_automerge(path) == FTS_AUTOMERGE
-    with closing(sqlite3.connect(path)) as conn:
-        versions = [row[0] for row in conn.execute("SELECT version FROM schema_version ORDER BY version")]
-    assert versions == list(range(1, SCHEMA_VERSION + 1))
-
-
 async def test_health_reports_a_broken_file_as_down(tmp_path: Path) -> None:
     path = tmp_path / "garbage.sqlite3"
     path.write_bytes(b"this is not a database" * 100)
@@ -291,21 +295,6 @@ async def test_health_reports_a_broken_file_as_down(tmp_path: Path) -> None:
     health = await engine.health()
     assert not health.is_serving()
     assert "cannot open memory file" in (health.reason or "")
-
-
-async def test_vectors_of_another_embedder_are_refused(tmp_path: Path) -> None:
-    path = tmp_path / "m.sqlite3"
-    first = LocalEngine(path, embedder=HashingEmbedder(64))
-    await first.store(Document.from_text("indexed with 64 dimensions"))
-    first.close()
-    second = LocalEngine(path, embedder=HashingEmbedder(128))
-    with pytest.raises(ConfigError, match="was indexed with embedder hashing-ngram-v2/64"):
-        await second.store(Document.from_text("another"))
-    with pytest.raises(ConfigError, match="hashing-ngram-v2/128"):
-        await second.fetch(FetchRequest(query="indexed", mode=FetchMode.VECTOR, limit=1))
-    keyword = await second.fetch(FetchRequest(query="indexed", mode=FetchMode.KEYWORD, limit=1))
-    assert len(keyword.hits) == 1
-    second.close()
 
 
 async def test_hashing_embedder_is_deterministic_and_unit_length() -> None:

