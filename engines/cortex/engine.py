@@ -39,7 +39,7 @@ from engines.cortex.timing import Timing
 from engines.cortex.transport import Transport
 from engines.cortex.wire import Wire
 from engines.cortex.writes import Writer
-from engines.settings import EngineCredential
+from engines.settings import EngineCredential, check_endpoint
 
 # Aliases for annotations inside the class, where the method `list` shadows the builtin.
 _Items = list[Item]
@@ -68,6 +68,8 @@ class CortexEngine(MemoryEngine):
     ) -> None:
         self.wire_id = wire
         self.timing = timing or Timing()
+        # The registry checks this too; an engine built by hand gets the same refusal (ConfigError).
+        endpoint = check_endpoint(endpoint, credentialed=True)
         self._transport = Transport(wire, endpoint, credential, self.timing, client)
         self._wire = Wire(self._transport)
         layout = layout_for(wire.hosted, tenant_root if wire.hosted else scope_root)

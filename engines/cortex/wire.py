@@ -223,7 +223,7 @@ class Wire:
     async def erase_tenant(self) -> dict[str, Any]:
         route = self.routes.tenant
         assert route is not None, "only the hosted wire erases a whole tenant"
-        answer = await self.transport.send(Call("DELETE", route, claim=fresh_claim()))
+        answer = await self.transport.send(Call("DELETE", route))
         if not isinstance(answer, dict) or answer.get("erased") is not True or not _count(answer.get("scopes")):
             raise _malformed(self.where(route), "an erasure without `erased: true` and a scope count")
         return answer

@@ -9,7 +9,7 @@ log (`double.requests`) and offers fault injection (`double.faults`).
 """
 
 from engines.cortex.testing.config import PRESET_SCOPE_TYPES, DoubleConfig, ManualClock
-from engines.cortex.testing.double import CortexDouble, RecordedRequest
+from engines.cortex.testing.double import CortexDouble, RecordedRequest, make_app
 from engines.cortex.testing.faults import Faults
 from engines.cortex.testing.log import EventRecord, Pack
 from engines.cortex.testing.server import main, run, serve
@@ -24,6 +24,7 @@ __all__ = [
     "Pack",
     "RecordedRequest",
     "main",
+    "make_app",
     "run",
     "serve",
 ]

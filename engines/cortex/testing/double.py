@@ -26,6 +26,7 @@ from engines.cortex.testing.log import EventLog, EventRecord, Pack
 from engines.cortex.testing.packs import answer_of, build_pack, live_pack
 
 CONTROL = "__double__/"
+ASGIApp = Callable[[dict[str, Any], Receive, Send], Any]
 MAX_INSTRUCTIONS = 4000
 _READS = frozenset({"memory/recall", "v1/recall"})
 
@@ -58,7 +59,7 @@ class CortexDouble:
         self.routes: DirectRoutes | HostedRoutes = HostedRoutes(self) if self.config.hosted else DirectRoutes(self)
 
     @property
-    def app(self) -> Callable[[dict[str, Any], Receive, Send], Any]:
+    def app(self) -> ASGIApp:
         return self.__call__
 
     def request_id(self) -> str:
@@ -184,3 +185,8 @@ class CortexDouble:
         except (InvalidRequestError, ValueError) as err:
             return Response(400, {"error": str(err)})
         return Response(404, {"error": f"no control route {request.method} /{request.path}"})
+
+
+def make_app(config: DoubleConfig | None = None, data: Path | None = None) -> ASGIApp:
+    """The ASGI application of a new double (its state reachable only through the control routes)."""
+    return CortexDouble(config, data).app

@@ -98,3 +98,10 @@ def test_choosing_local_never_imports_the_cortexdb_client() -> None:
         "assert 'engines.cortex.transport' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[4])
+
+
+def test_an_engine_built_by_hand_refuses_a_cleartext_remote_endpoint() -> None:
+    with pytest.raises(ConfigError, match="must use https unless they are loopback"):
+        CortexEngine(CortexWire.DIRECT, "http://cortex.example.com", KEY)
+    with pytest.raises(ConfigError, match="endpoint must be an http"):
+        CortexEngine(CortexWire.TINYHUMANS, "cortex.example.com", KEY)
