@@ -96,9 +96,11 @@ class Writer:
         # The lookups of different scopes are independent: they are in flight together.
         await all_of(self._find_held(entries) for entries in groups.values())
         last_by_scope: dict[str, tuple[Event, str]] = {}
-        for path, entries in groups.items():
-            written = await self._write(entries)
-            if written is not None:
+        # Direct sends a scope's events together; the hosted wire has no bulk route, so it writes event by
+        # event in item order, whatever the scope.
+        runs = [[entry for entry in planned if not entry.repeat]] if self.wire.hosted else list(groups.values())
+        for entries in runs:
+            for path, written in (await self._write(entries)).items():
                 last_by_scope.pop(path, None)
                 last_by_scope[path] = written
         await all_of(
@@ -116,15 +118,22 @@ class Writer:
             entry.held = {_held_part(held.envelope.part) for held in found.get(entry.item_id, [])}
             entry.missing_count = len(entry.missing())
 
-    async def _write(self, entries: list[_Planned]) -> tuple[Event, str] | None:
-        """Write the scope's missing events in item order; the last one written and its event id."""
+    async def _write(self, entries: list[_Planned]) -> dict[str, tuple[Event, str]]:
+        """Write the entries' missing events in item order; per scope, the last event written and its id."""
         pending = [(entry, event) for entry in entries for event in entry.missing()]
+        last: dict[str, tuple[Event, str]] = {}
         if not pending:
-            return None
+            return last
         if self.wire.hosted:
-            results = [await append_hosted(self.wire, event, self.timing) for _, event in pending]
-        else:
-            results = await append_direct(self.wire, [event for _, event in pending])
-        for (entry, _), result in zip(pending, results, strict=True):
+            results = []
+            for entry, event in pending:
+                results.append(await append_hosted(self.wire, event, self.timing))
+                entry.written.append(results[-1])
+                last.pop(entry.scope.path, None)
+                last[entry.scope.path] = (event, results[-1][0])
+            return last
+        results = await append_direct(self.wire, [event for _, event in pending])
+        for (entry, event), result in zip(pending, results, strict=True):
             entry.written.append(result)
-        return pending[-1][1], results[-1][0]
+            last[entry.scope.path] = (event, result[0])
+        return last

@@ -223,3 +223,13 @@ async def _round_trip_document(server: Served, size: int) -> None:
         exported = await engine.export(ListRequest(filter=MetaFilter(workspace="big"), limit=5))
         assert [e.item for e in exported.items] == [doc] and exported.incomplete == []
         assert (await engine.store(doc)).replayed
+
+
+async def test_the_hosted_wire_writes_in_item_order_across_scopes(hosted: Served) -> None:
+    items = [learnings(1, "first")[0], Document.from_text("second"), learnings(1, "third")[0]]
+    async with hosted.engine() as engine:
+        await engine.store_many(items)
+    written = [r.body["content"]["text"] for r in hosted.double.requests if r.path == "memory/experience"]
+    assert written == ["first number 0 zqfirst0", "second", "third number 0 zqthird0"]
+    # One listing wait per scope written, then one ranked-recall wait for the very last event.
+    assert [r.path for r in hosted.double.requests].count("memory/recall") == 1
