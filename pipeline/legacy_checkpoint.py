@@ -55,12 +55,31 @@ class Checkpoint(WireModel):
         """True when no section has yielded an item yet."""
         return self == Checkpoint.START
 
-    def after(self, section: str, key: str | ChunkKey) -> Checkpoint:
-        """This checkpoint with `section`'s key moved to `key` (checkpoints are values, never changed)."""
-        return self.model_copy(update={section: key})
+    def keys(self) -> SectionKeys:
+        """The five keys, in section order."""
+        return (self.documents, self.chunks, self.conversations, self.learnings, self.profile)
+
+    @classmethod
+    def of_keys(cls, keys: SectionKeys) -> Checkpoint:
+        documents, chunks, conversations, learnings, profile = keys
+        return cls(
+            documents=documents, chunks=chunks, conversations=conversations, learnings=learnings, profile=profile
+        )
 
 
 Checkpoint.START = Checkpoint()
+
+SectionKeys = tuple[str | None, ChunkKey | None, str | None, str | None, str | None]
+"""A checkpoint's keys as a plain tuple, in section order (cheap to copy once an item)."""
+
+_POSITION = {section: n for n, section in enumerate(SECTIONS)}
+
+
+def replace_key(keys: SectionKeys, section: str, key: str | ChunkKey) -> SectionKeys:
+    """`keys` with `section`'s key moved to `key`."""
+    changed = list(keys)
+    changed[_POSITION[section]] = key
+    return tuple(changed)  # type: ignore[return-value]
 
 
 def _first_problem(err: ValidationError) -> str:

@@ -8,11 +8,22 @@ that batch, so a host resumes by re-sending it: what the engine had stored of it
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from itertools import islice
 
-from engines.contract import MAX_STORE_MANY, EngineError, Error, MemoryEngine, Namespace, StoreItem, WireModel
+from engines.contract import (
+    MAX_STORE_MANY,
+    EngineError,
+    Error,
+    MemoryEngine,
+    Namespace,
+    StoreItem,
+    StoreReceipt,
+    WireModel,
+)
 from pipeline.legacy_checkpoint import Checkpoint
 from pipeline.legacy_sections import ReadStats
 from pipeline.legacy_workspace import DEFAULT_PAGE_SIZE, ImportedItem, LegacyWorkspace
@@ -74,27 +85,71 @@ async def migrate_with(
     Items are scrubbed under `policy` (the default policy when None) and stored under `namespace` (the root,
     as the spec has it, unless the host moves them). `on_batch` exceptions propagate, as do legacy read
     failures (`LegacyImportError`), after which the host resumes from the checkpoint `on_batch` last got.
+
+    The next batch is read and scrubbed while the engine stores the one before (an engine that waits on a
+    thread or the network leaves the event loop free); it is sent only once that one is acknowledged.
     """
-    saved = from_checkpoint or Checkpoint.START
-    report = MigrationReport(checkpoint=saved)
-    items = workspace.items_from(saved, page_size, stats=stats)
+    run = _Migration(engine, on_batch, from_checkpoint or Checkpoint.START)
     rules = policy or Policy()
-    for run in _runs(items):
-        batch = [_prepared(imported.item, rules, namespace) for imported in run]
+    flight: _Flight | None = None
+    try:
+        for batch in _runs(workspace.items_from(run.saved, page_size, stats=stats)):
+            prepared = [_prepared(imported.item, rules, namespace) for imported in batch]
+            if flight is not None:
+                landed, flight = flight, None
+                await run.settle(landed)
+            flight = _Flight(asyncio.ensure_future(engine.store_many(prepared)), batch[-1])
+            await asyncio.sleep(0)  # let the store start before the next batch is read
+    except BaseException as err:
+        if flight is not None:
+            await _land_after(run, flight, err)
+        raise
+    if flight is not None:
+        await run.settle(flight)
+    return run.report
+
+
+@dataclass(frozen=True)
+class _Flight:
+    """A batch sent to the engine and not yet acknowledged, with its last item (whose checkpoint it commits)."""
+
+    receipts: asyncio.Future[list[StoreReceipt]]
+    last: ImportedItem
+
+
+class _Migration:
+    """The state of one `migrate_with` call: the last committed checkpoint and the report."""
+
+    def __init__(self, engine: MemoryEngine, on_batch: OnBatch, start: Checkpoint) -> None:
+        self.engine = engine
+        self.on_batch = on_batch
+        self.saved = start
+        self.report = MigrationReport(checkpoint=start)
+
+    async def settle(self, flight: _Flight) -> None:
+        """Wait for the batch's receipts, then commit its checkpoint and tell `on_batch`."""
         try:
-            receipts = await engine.store_many(batch)
+            receipts = await flight.receipts
         except Error as err:
-            raise MigrationFailed.stopped_at(saved, err) from err
-        saved = run[-1].checkpoint
+            raise MigrationFailed.stopped_at(self.saved, err) from err
+        self.saved = flight.last.checkpoint
         replayed = sum(1 for receipt in receipts if receipt.replayed)
-        report.stored += len(receipts) - replayed
-        report.replayed += replayed
-        report.batches += 1
-        report.checkpoint = saved
-        outcome = on_batch(saved)
+        self.report.stored += len(receipts) - replayed
+        self.report.replayed += replayed
+        self.report.batches += 1
+        self.report.checkpoint = self.saved
+        outcome = self.on_batch(self.saved)
         if inspect.isawaitable(outcome):
             await outcome
-    return report
+
+
+async def _land_after(run: _Migration, flight: _Flight, err: BaseException) -> None:
+    """After a read failure, finish the batch already sent, so it stays stored and checkpointed; when the
+    migration itself was cancelled, cancel it (a resume re-sends it, and what it stored replays)."""
+    if isinstance(err, Exception):
+        await run.settle(flight)
+    else:
+        flight.receipts.cancel()
 
 
 def prepared_items(

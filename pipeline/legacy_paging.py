@@ -15,6 +15,7 @@ from typing import Any
 
 from pipeline.legacy_checkpoint import ChunkKey
 from pipeline.legacy_errors import LegacySqliteError
+from pipeline.legacy_schema import lenient_text
 
 Exact = tuple[Any, bool]
 """A key as SQLite holds it: its text's bytes and True, or any other value and False."""
@@ -92,9 +93,19 @@ def pair_params(pair: Pair | None, names: tuple[str, str] = ("kind", "source")) 
 
 
 def query(conn: sqlite3.Connection, sql: str, bound_params: dict[str, Any]) -> list[Any]:
-    """All rows of one query; SQLite's failures are `LegacySqliteError`."""
+    """All rows of one query; SQLite's failures are `LegacySqliteError`.
+
+    Text is decoded by SQLite's own (fast) decoder until a value is not UTF-8; from then on the connection
+    reads bad bytes as replacement characters, so one damaged row cannot stop an import.
+    """
     try:
-        return conn.execute(sql, bound_params).fetchall()
+        try:
+            return conn.execute(sql, bound_params).fetchall()
+        except sqlite3.OperationalError as err:
+            if conn.text_factory is lenient_text or not str(err).startswith("Could not decode to UTF-8"):
+                raise
+            conn.text_factory = lenient_text
+            return conn.execute(sql, bound_params).fetchall()
     except sqlite3.Error as err:
         raise LegacySqliteError(f"reading the v1 workspace failed: {err}") from err
 

@@ -109,10 +109,8 @@ def open_workspace(path: str | Path) -> Opened:
 
 
 def connect_read_only(db: Path) -> sqlite3.Connection:
-    """A connection that cannot write: a `mode=ro` URI, then `query_only`. Text that is not valid UTF-8 is
-    read with its bad bytes replaced, so one damaged row cannot stop an import."""
+    """A connection that cannot write: a `mode=ro` URI, then `query_only`."""
     conn = sqlite3.connect(_read_only_uri(db), uri=True, check_same_thread=False)
-    conn.text_factory = _lenient_text
     try:
         conn.execute("PRAGMA query_only = ON")
     except sqlite3.Error:
@@ -215,5 +213,6 @@ def _check_readable(db: Path, name: str) -> None:
         raise LegacyIoError(f"{name} cannot be read: {err.strerror or err}") from err
 
 
-def _lenient_text(raw: bytes) -> str:
+def lenient_text(raw: bytes) -> str:
+    """Text as a connection's `text_factory` that reads bad UTF-8 with replacement characters."""
     return raw.decode("utf-8", "replace")

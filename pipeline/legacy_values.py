@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +21,7 @@ BLANK_CHARACTERS = " \t\r\n"
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_EMPTY_JSON: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
 
 _ROLES = {
     "user": Role.USER,
@@ -108,6 +109,8 @@ def parse_json(value: object) -> Any:
     text = text_of(value)
     if text is None:
         return None
+    if text in _EMPTY_JSON:  # what most v1 rows hold
+        return _EMPTY_JSON[text]()
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):

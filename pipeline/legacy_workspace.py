@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 
 from engines.contract import StoreItem, WireModel
-from pipeline.legacy_checkpoint import Checkpoint
-from pipeline.legacy_errors import LegacySqliteError
+from pipeline.legacy_checkpoint import Checkpoint, SectionKeys, replace_key
 from pipeline.legacy_mapping import NsClass, facet_gone, logical_namespace_of, namespace_class
+from pipeline.legacy_paging import query
 from pipeline.legacy_schema import Opened, open_workspace
 from pipeline.legacy_sections import ReadStats, read_sections
 
@@ -24,7 +24,12 @@ class ImportedItem:
     """An item and the checkpoint covering it and every item before it."""
 
     item: StoreItem
-    checkpoint: Checkpoint
+    keys: SectionKeys
+
+    @cached_property
+    def checkpoint(self) -> Checkpoint:
+        # Built when asked for: a migration reads one checkpoint a batch, not one an item.
+        return Checkpoint.of_keys(self.keys)
 
 
 class LegacyCounts(WireModel):
@@ -76,37 +81,31 @@ class LegacyWorkspace:
         return self._items(checkpoint, page_size, stats if stats is not None else ReadStats())
 
     def _items(self, checkpoint: Checkpoint, page_size: int, stats: ReadStats) -> Iterator[ImportedItem]:
-        current = checkpoint
+        keys = checkpoint.keys()
         for section, key, item in read_sections(self._opened, checkpoint, page_size, stats):
-            current = current.after(section, key)
-            yield ImportedItem(item, current)
+            keys = replace_key(keys, section, key)
+            yield ImportedItem(item, keys)
 
     def counts(self) -> LegacyCounts:
         """Per-section counts by aggregate queries; a missing section counts 0."""
-        try:
-            return self._counts()
-        except sqlite3.Error as err:
-            raise LegacySqliteError(f"counting the v1 workspace failed: {err}") from err
-
-    def _counts(self) -> LegacyCounts:
         counts = LegacyCounts()
         main, chunks = self._opened.main, self._opened.chunks
         if chunks is not None:
             pairs = "SELECT COUNT(*) FROM (SELECT DISTINCT source_kind, source_id FROM mem_tree_chunks)"
-            counts.chunks = chunks.conn.execute(pairs).fetchone()[0]
+            counts.chunks = query(chunks.conn, pairs, {})[0][0]
         if main is None:
             return counts
         grouped = f"SELECT namespace, {main.column('logical_namespace')}, COUNT(*) FROM memory_docs GROUP BY 1, 2"
-        for namespace, stated, count in main.conn.execute(grouped):
+        for namespace, stated, count in query(main.conn, grouped, {}):
             ns_class = namespace_class(logical_namespace_of(namespace, stated))
             if ns_class is NsClass.DOCUMENT:
                 counts.documents += count
             elif ns_class is not NsClass.EVENT:
                 counts.learnings += count
         sessions = "SELECT COUNT(DISTINCT session_id) FROM episodic_log"
-        counts.conversations = main.conn.execute(sessions).fetchone()[0]
+        counts.conversations = query(main.conn, sessions, {})[0][0]
         facets = f"SELECT {main.column('state')}, {main.column('user_state')}, COUNT(*) FROM user_profile GROUP BY 1, 2"
-        counts.profile = sum(n for s, u, n in main.conn.execute(facets) if facet_gone(s, u) is None)
+        counts.profile = sum(n for s, u, n in query(main.conn, facets, {}) if facet_gone(s, u) is None)
         return counts
 
     def close(self) -> None:

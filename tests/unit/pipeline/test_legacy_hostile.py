@@ -89,10 +89,13 @@ def test_text_that_is_not_utf8_is_read_with_replacements(tmp_path: Path) -> None
     ws.doc("d1", "notes", "placeholder")
     with sqlite3.connect(ws.memory_db) as conn:
         conn.execute("UPDATE memory_docs SET content = CAST(x'6f6b20ff20626164' AS TEXT)")
+        conn.execute("UPDATE memory_docs SET namespace = CAST(x'6e6f746573ff' AS TEXT)")
     conn.close()
     with LegacyWorkspace.open(ws.root) as opened:
         [item] = [i.item for i in opened.items()]
+        assert opened.counts().documents == 1
     assert item.render_text() == "ok \ufffd bad"
+    assert item.meta.tags == ["ns:notes\ufffd"]
 
 
 def damage(db: Path, table: str, column: str, renames: dict[str, bytes]) -> None:
