@@ -13,7 +13,8 @@ byte-identical with the Rust implementation; its §11 vectors are its tests. The
 - Private keys: any `BEGIN ... PRIVATE KEY` label, a block without its END line redacted to the end of
   its base64 body, blocks inside JSON strings, PuTTY key files (`_keys`).
 - Markers: a placeholder or an ordinary word after `Bearer ` or `/secret/` is not a value ("Bearer
-  tokens are...", "/secret/create").
+  tokens are...", "/secret/create"), and continuation fragments follow one space apart on the same
+  line, with nothing between them dropped (safety.md skips punctuation and line breaks, and drops them).
 - Credentials (stage 3) replace safety.md's 18 shapes with three finders (`_credentials`):
   - the passwords in URLs and DSNs, the URL kept (`_urls`);
   - about 80 vendor token formats with distinctive prefixes or shapes, the AWS secret key beside its

@@ -29,6 +29,9 @@ Span = tuple[int, int]
 NEEDLES = ("pass", "pwd", "secret", "token", "key", "auth", "sig=", "signature=", "verifier")
 
 _IDENTIFIER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+_IDENTIFIER_RUN = re.compile(r"[A-Za-z0-9_.-]*")
+# A needle's length as the name holds it: `sig=` ends at the `=`, which is the separator.
+_NEEDLE_LENGTHS = tuple((needle, len(needle.rstrip("="))) for needle in NEEDLES)
 _PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _PASSWORD_NAMES = frozenset({"password", "passwd", "passphrase", "pwd", "pass", "passcode"})
 _SECRET_NAMES = frozenset({"secret", "token", "auth", "apikey", "authorization"})
@@ -96,12 +99,10 @@ def classify_name(name: str, before: str) -> _Name | None:
     return None
 
 
-def _identifier_around(text: str, start: int, end: int) -> Span:
+def _name_start(text: str, start: int) -> int:
     while start > 0 and text[start - 1] in _IDENTIFIER:
         start -= 1
-    while end < len(text) and text[end] in _IDENTIFIER:
-        end += 1
-    return start, end
+    return start
 
 
 def _operator_at(text: str, at: int) -> str | None:
@@ -207,29 +208,31 @@ def value_span(text: str, name_start: int, name_end: int, kind: _Name) -> Span |
     return span if random_looking(content) else None
 
 
-def _names(probe: FoldedText) -> Iterator[Span]:
-    """Every identifier that holds a needle, once, in no particular order."""
+def _name_ends(probe: FoldedText) -> Iterator[int]:
+    """Where each identifier that holds a needle ends, once each, in no particular order."""
     seen: set[int] = set()
-    text, find = probe.text, probe.folded.find
-    for needle in NEEDLES:
+    text, find, run = probe.text, probe.folded.find, _IDENTIFIER_RUN.match
+    for needle, length in _NEEDLE_LENGTHS:
         at = find(needle)
         while at >= 0:
-            start, end = _identifier_around(text, at, at + len(needle.rstrip("=")))
-            if start not in seen:
-                seen.add(start)
-                yield start, end
-            at = find(needle, max(end, at + 1))
+            end = run(text, at + length).end()  # type: ignore[union-attr]
+            if end not in seen:
+                seen.add(end)
+                yield end
+            at = find(needle, end)
 
 
 def find_assignments(probe: FoldedText) -> list[Span]:
     """The spans of the secret values after secret-like names in the text."""
     text = probe.text
     spans: list[Span] = []
-    for start, end in _names(probe):
-        # Most occurrences are prose ("keys,", "passwords", "the password for"): rule them out cheaply.
+    for end in _name_ends(probe):
+        # Most occurrences are prose ("keys,", "passwords", "the password for"): rule them out before
+        # finding where the name starts.
         following = text[end : end + 1]
         if following not in _FOLLOWERS:
             continue
+        start = _name_start(text, end)
         if following in " \t" and text[start] != "-" and _PROSE_WORD.match(text, end) is not None:
             continue
         name = text[start:end].strip("-.")

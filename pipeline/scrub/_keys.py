@@ -47,6 +47,8 @@ def _may_hold_block(probe: FoldedText) -> bool:
 
 
 def _patterns(probe: FoldedText, extended: bool) -> tuple[re.Pattern[str], ...]:
+    if "-----" not in probe.text and (not extended or "PuTTY" not in probe.text):
+        return ()  # every block holds one or the other
     if not extended:
         return BLOCK_PATTERNS if _may_hold_block(probe) else ()
     # PuTTY files hold no dashes, so the two patterns are gated apart.

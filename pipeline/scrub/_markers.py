@@ -65,6 +65,22 @@ def _redact_continuations(text: str, cursor: int, out: list[str]) -> tuple[int, 
     return cursor, hits
 
 
+def _redact_adjacent(text: str, cursor: int, out: list[str], accepts: ValueFilter) -> tuple[int, int]:
+    """The extended rules' continuation: only fragments one space apart on the same line, each accepted,
+    and nothing between them is dropped."""
+    hits = 0
+    while text.startswith(" ", cursor):
+        start = cursor + 1
+        end = _run_end(text, start)
+        fragment = text[start:end]
+        if end == start or end - start < _continuation_floor(fragment) or not accepts(fragment):
+            break
+        out.append(" " + REDACTED)
+        hits += 1
+        cursor = end
+    return cursor, hits
+
+
 def _redact_value(
     text: str, start: int, aggressive: bool, out: list[str], accepts: ValueFilter | None
 ) -> tuple[int, int]:
@@ -77,7 +93,10 @@ def _redact_value(
     out.append(REDACTED)
     if text[end : end + 1] != " ":
         return end, 1  # only a space stop continues the run
-    cursor, hits = _redact_continuations(text, end, out)
+    if accepts is not None:
+        cursor, hits = _redact_adjacent(text, end, out, accepts)
+    else:
+        cursor, hits = _redact_continuations(text, end, out)
     return cursor, hits + 1
 
 
@@ -98,7 +117,9 @@ def redact_markers(probe: FoldedText, accepts: ValueFilter | None = None) -> tup
     """Replace the values after credential markers; return the new text (the same object when no marker
     occurs) and the number of values and continuation fragments replaced.
 
-    `accepts`, when given, must also accept a first value; safety.md has no such filter.
+    `accepts`, when given, must also accept each value and fragment, and fragments then continue only
+    one space apart on the same line, with nothing between them dropped (the extended rules); safety.md
+    has neither.
     """
     text = probe.text
     marker = _next_marker(probe, 0)

@@ -21,11 +21,12 @@ from collections import Counter
 
 from pipeline.scrub._words import is_ordinary
 
-# Template syntaxes (`{{token}}`, `{token}`, `<token>`, `$TOKEN`, `${TOKEN}`, `%TOKEN%`, `$(cmd)`, `[token]`)
+# Template syntaxes (`{{token}}`, `{token}`, `<token>`, `$TOKEN`, `${TOKEN}`, `%TOKEN%`, `$(cmd)`, `[token]`,
+# hydra's `^PASS^`)
 # and masks (`****`, `xxxxxx`, `...`, `…`); a value holding `{{`, `${` or `<...>` anywhere is a template too.
 _PLACEHOLDER = re.compile(
     r"""\{[^{}]*\}|\{\{.*\}\}|<[^<>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_][A-Za-z0-9_]*%|\$\(.*\)"""
-    r"""|\[[^\[\]]*\]|[*xX•·._\-]{3,}|…+|\.{2,}.*"""
+    r"""|\[[^\[\]]*\]|\^[A-Za-z_]+\^|[*xX•·._\-]{3,}|…+|\.{2,}.*"""
 )
 _TEMPLATE_INSIDE = re.compile(r"\{\{|\$\{|<[A-Za-z_][^<>]*>|\[REDACTED")
 # A value that names what it stands for: `password`, `your_api_key`, `<my-token-here>` without brackets.

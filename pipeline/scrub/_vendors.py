@@ -3,7 +3,7 @@
 Each format below was written from the vendor's public description of its tokens (a prefix, an alphabet,
 a length), the same facts the default rules of gitleaks and trufflehog encode. Every pattern starts with
 its literal prefix, or holds another literal at a known distance from its start; those literals are the
-needles. Every token is a run of at least 15 token characters, and such runs are rare in prose, so one
+needles. Every token is a run of at least 19 token characters, and such runs are rare in prose, so one
 scan finds the runs, a second finds the needles in them (see `_needles.NeedleIndex`), and each format is
 tried only where its needle stands, with `match` rather than a scan of the whole text: a text costs two
 scans however many formats there are. A token is bounded by characters outside its alphabet on both
@@ -64,7 +64,8 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
     _fmt("google_oauth_secret", _L + r"GOCSPX-[A-Za-z0-9_-]{28}" + _R, "GOCSPX-"),
     _fmt("google_oauth_access_token", _L + r"ya29\.[A-Za-z0-9_-]{20,}" + _R, "ya29."),
     _fmt("google_oauth_refresh_token", r"(?<![A-Za-z0-9_/-])1//0[A-Za-z0-9_-]{40,}" + _R, "1//0"),
-    _fmt("gcp_private_key_id", r""""private_key_id"\s*:\s*"([0-9a-f]{40})\"""", '"private_key_id"', group=1),
+    _fmt("gcp_private_key_id", r""""private_key_id"\s*:\s*"([0-9a-f]{40})\"""", '"private_key_id"', group=1,
+         scan=True),
     _fmt("azure_ad_client_secret", r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}"
          r"(?![A-Za-z0-9_~-])", "Q~", lead=(4, 4)),
     _fmt("alibaba_access_key_id", r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{20}(?![A-Za-z0-9])", "LTAI"),
@@ -122,7 +123,7 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
     _fmt("replicate_token", _L + r"r8_[A-Za-z0-9]{37}" + _R, "r8_"),
     _fmt("perplexity_key", _L + r"pplx-[A-Za-z0-9]{40,}" + _R, "pplx-"),
     # Payments and commerce.
-    _fmt("stripe_key", _L + r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}" + _R, "sk_", "rk_"),
+    _fmt("stripe_key", _L + r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,}" + _R, "sk_", "rk_"),
     _fmt("stripe_webhook_secret", _L + r"whsec_[A-Za-z0-9]{24,}" + _R, "whsec_"),
     _fmt("shopify_token", _L + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _R, "shpat_", "shpca_", "shppa_", "shpss_"),
     _fmt("square_token", _L + r"(?:sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}|EAAA[A-Za-z0-9_-]{60})" + _R,
@@ -133,8 +134,8 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
     _fmt("plaid_token", _L + r"access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}"
          r"-[0-9a-f]{4}-[0-9a-f]{12}" + _R, "access-sandbox-", "access-development-", "access-production-"),
     # Messaging, email and collaboration.
-    _fmt("slack_token", _L + r"(?:xox[abposre]-[A-Za-z0-9-]{10,}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9-]{10,}"
-         r"|xapp-[0-9]-[A-Za-z0-9-]{10,})" + _R, "xox", "xapp-"),
+    _fmt("slack_token", _L + r"(?:xox[abposre]-[A-Za-z0-9-]{14,}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9-]{10,}"
+         r"|xapp-[0-9]-[A-Za-z0-9-]{12,})" + _R, "xox", "xapp-"),
     _fmt("slack_webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]{20,})",
          "hooks.slack.com/", group=1),
     _fmt("discord_webhook", r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/([A-Za-z0-9_-]{60,68})",
@@ -172,7 +173,7 @@ _BY_NEEDLE: dict[str, tuple[VendorFormat, ...]] = {
 # The characters of every format's tokens and of the text around their needles; no token is shorter.
 # (The leftmost match of a greedy run starts where the run does, so no lookbehind is needed.)
 _TOKEN_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+/=~:@"-'
-_MIN_TOKEN = 15
+_MIN_TOKEN = 19
 _RUN = re.compile(f"[{re.escape(_TOKEN_CHARS)}]{{{_MIN_TOKEN},}}")
 _TOKEN_MASK = bytes(0x61 if chr(b) in _TOKEN_CHARS else 0x20 for b in range(256))
 _ASCII_RUN = re.compile(b"a" * _MIN_TOKEN + b"+")  # a literal prefix: the engine's fast search

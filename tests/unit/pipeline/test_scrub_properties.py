@@ -200,7 +200,9 @@ EXTENDED_PLANTED: dict[str, st.SearchStrategy[tuple[str, str]]] = {
     "jwt": PLANTED["jwt"],
     "google_api_key": PLANTED["google_api_key"],
     "stripe": PLANTED["stripe"],
-    "slack": PLANTED["slack"],
+    "slack": st.tuples(st.sampled_from("abpsr"), _then_alnum(_ALNUM + "-", 14)).map(
+        lambda t: (f"xox{t[0]}-{t[1]}", t[1])
+    ),
     "gitlab": PLANTED["gitlab"],
     "sendgrid": PLANTED["sendgrid"],
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import uuid
 from collections.abc import Callable
 
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 from pipeline.scrub import Policy, has_likely_secret, sanitize_text
 from pipeline.scrub._needles import FoldedText
-from pipeline.scrub._vendors import VENDOR_FORMATS, VendorFormat, find_vendor_tokens
+from pipeline.scrub._vendors import _MIN_TOKEN, VENDOR_FORMATS, VendorFormat, find_vendor_tokens
 from tests.unit.pipeline.test_scrub_tables import (
     ALNUM,
     BASE64,
@@ -243,6 +244,13 @@ VENDOR_ROWS = vendor_rows()
 
 def _format(name: str) -> VendorFormat:
     return next(f for f in VENDOR_FORMATS if f.name == name)
+
+
+def test_no_format_matches_less_than_a_run() -> None:
+    # The runs the needles are looked for in are `_MIN_TOKEN` characters at least; a shorter token would be
+    # skipped unseen.
+    for fmt in VENDOR_FORMATS:
+        assert re._parser.parse(fmt.pattern.pattern).getwidth()[0] >= _MIN_TOKEN, fmt.name  # type: ignore[attr-defined]
 
 
 def test_the_table_is_well_formed_and_covers_every_format() -> None:
