@@ -1,13 +1,18 @@
 """Benchmark of the local engine: store_many throughput, fetch latency per mode, file size.
 
-    .venv/bin/python bench/engine_local.py [--items 50000] [--queries 200] [--dir DIR]
+    .venv/bin/python bench/engine_local.py [--items 50000] [--queries 200] [--dir DIR] [--embedder static|hashing]
 
 Documents are generated (about 2 KB of text from a Zipf-distributed vocabulary of made-up words),
 stored in batches of 100 one call at a time, then queried with three words drawn from a random
 stored document; "source doc in top 10" is how often that document is among the first ten hits.
-The made-up words share letters heavily, which is hard on the lexical hashing embedder: vector
-figures here are a floor, not what English text gets.
-Targets on a 2-core machine: store_many >= 5,000 items/s; keyword p95 <= 30 ms; hybrid p95 <= 100 ms.
+The made-up words share letters heavily, which is hard on the lexical hashing embedder, and mean
+nothing to the static (semantic) one: vector figures here are a floor, not what English text gets.
+With the static embedder (the default) items are stored keyword-searchable and their vectors follow
+from the engine's backlog: store_many is timed to the last call's return, then the time until every
+vector is there is printed, and queries run once the backlog is empty. Search-quality figures on
+real collections are bench/search_quality.py's.
+Targets on a 2-core machine: store_many >= 5,000 items/s; keyword p95 <= 30 ms; hybrid p95 <= 100 ms
+(on a slower or busier machine, the same ratios against this run's keyword p95: hybrid <= 3.3 x keyword).
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import time
 from pathlib import Path
 
 from engines.contract import Document, FetchMode, FetchRequest, MemoryMeta
-from engines.local import LocalEngine
+from engines.local import Embedder, HashingEmbedder, LocalEngine
+from engines.local.static import StaticEmbedder
 
 TARGET_STORE_PER_S = 5_000
 TARGET_P95_MS = {FetchMode.KEYWORD: 30.0, FetchMode.VECTOR: 100.0, FetchMode.HYBRID: 100.0}
@@ -79,32 +85,46 @@ async def main() -> None:
     parser.add_argument("--items", type=int, default=50_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--embedder", choices=("static", "hashing"), default="static")
     args = parser.parse_args()
+    embedder: Embedder = StaticEmbedder() if args.embedder == "static" else HashingEmbedder()
     rng = random.Random(7)
     words = vocabulary(rng)
     print(f"generating {args.items:,} documents of about 2 KB ...", flush=True)
     docs = documents(args.items, words, rng)
     folder = args.dir or Path(tempfile.mkdtemp(prefix="tm-bench-"))
     path = folder / "bench.sqlite3"
-    engine = LocalEngine(path)
+    engine = LocalEngine(path, embedder=embedder)
+    started = time.perf_counter()
     tenths = await store_all(engine, docs)
     elapsed = sum(tenths)
     rate = args.items / elapsed
     last = args.items / 10 / tenths[-1]
     print(
-        f"store_many: {rate:,.0f} items/s overall ({elapsed:.1f} s), {last:,.0f} items/s for the last tenth  "
-        f"target >= {TARGET_STORE_PER_S:,}  ratio {rate / TARGET_STORE_PER_S:.2f}"
+        f"store_many ({embedder.identity}): {rate:,.0f} items/s overall ({elapsed:.1f} s), {last:,.0f} items/s "
+        f"for the last tenth  target >= {TARGET_STORE_PER_S:,}  ratio {rate / TARGET_STORE_PER_S:.2f}"
+    )
+    backlog = await engine.vector_backlog()
+    await engine.wait_for_vectors(timeout_s=7200)
+    print(
+        f"vectors: {backlog:,} passages still waiting when the last store returned; all embedded "
+        f"{time.perf_counter() - started:.1f} s after the first store"
     )
     queries = []
     for doc in rng.sample(docs, args.queries):
         words_of_doc = (doc.body.text or "").split()
         queries.append((" ".join(rng.sample(words_of_doc, 3)), doc.fingerprint()))
+    keyword_p95 = 0.0
     for mode in FetchMode:
         times, recall = await measure(engine, mode, queries)
         target = TARGET_P95_MS[mode]
+        keyword_p95 = keyword_p95 or p95(times)
+        ratio_target = target / TARGET_P95_MS[FetchMode.KEYWORD]
         print(
             f"fetch {mode.value:8s} p50 {statistics.median(times):6.1f} ms  p95 {p95(times):6.1f} ms  "
-            f"target p95 <= {target:.0f} ms  ratio {p95(times) / target:.2f}  source doc in top 10: {recall:.0%}"
+            f"target p95 <= {target:.0f} ms  ratio {p95(times) / target:.2f}  "
+            f"p95 / keyword p95 {p95(times) / keyword_p95:.2f} (target <= {ratio_target:.2f})  "
+            f"source doc in top 10: {recall:.0%}"
         )
     engine.close()
     size = sum(p.stat().st_size for p in folder.glob("bench.sqlite3*"))

@@ -108,9 +108,6 @@ class VectorBacklog:
             # Anything else is a bug; it must not end the thread and leave the backlog stuck.
             logger.exception("vector backlog of %s failed", self._path)
             return self._failed(f"{type(err).__name__}: {err}")
-        if self._failures:
-            logger.info("vector backlog of %s is embedding again", self._path)
-            self._failures, self.problem = 0, None
         return 0.0 if done else LOOK_S
 
     def _embed_batch(self, loop: asyncio.AbstractEventLoop) -> int:
@@ -127,6 +124,9 @@ class VectorBacklog:
         except BaseException:
             self._db.run_now(lambda conn: pending.release(conn, self._owner))
             raise
+        if self._failures:  # before saving, so nobody sees the backlog empty and still failing
+            logger.info("vector backlog of %s is embedding again", self._path)
+            self._failures, self.problem = 0, None
         identity = self._embedder.identity
         saved = self._db.run_now(lambda conn: pending.save(conn, identity, rowids, vectors))
         if saved is None:

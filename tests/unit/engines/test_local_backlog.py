@@ -1,0 +1,196 @@
+"""The local engine's vector backlog: items searchable at once, vectors after, never a mix of two embedders.
+
+`GatedEmbedder` holds the backlog's batches until a test opens its gate (vectors computed at store
+time pass at once), so what reads see before the vectors arrive can be checked.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from engines.contract import Document, FetchMode, FetchRequest, ForgetTarget, RecallRequest, UnavailableError
+from engines.local import HashingEmbedder, LocalEngine, Vectors
+from engines.local.static import StaticEmbedder
+
+NOTES = [
+    "the car needs new brakes and an oil change at the garage",
+    "a recipe for lemon cake with sugar icing",
+    "the quarterly budget review moved to thursday",
+    "our dog loves long walks in the park",
+    "the flight to lisbon leaves at seven in the morning",
+]
+BACKLOG = "tm-local-embed"
+
+
+class GatedEmbedder:
+    """The static embedder, except that the backlog's batches wait for `gate` (and count as calls)."""
+
+    def __init__(self) -> None:
+        self.inner = StaticEmbedder()
+        self.gate = threading.Event()
+        self.waiting = threading.Event()
+        self.failing: Exception | None = None
+
+    @property
+    def identity(self) -> str:
+        return self.inner.identity
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        if threading.current_thread().name == BACKLOG:
+            self.waiting.set()
+            assert self.gate.wait(20), "the test never opened the gate"
+            if self.failing is not None:
+                raise self.failing
+        return await self.inner.embed(texts)
+
+
+@pytest.fixture
+def gated() -> Iterator[GatedEmbedder]:
+    embedder = GatedEmbedder()
+    yield embedder
+    embedder.gate.set()  # never leave a backlog thread waiting
+
+
+def _vector_rows(path: Path) -> list[int]:
+    with closing(sqlite3.connect(path)) as conn:
+        return [row[0] for row in conn.execute("SELECT length(vector) FROM passage_vectors")]
+
+
+async def test_items_are_searchable_at_once_and_the_last_of_a_batch_by_meaning_too(
+    tmp_path: Path, gated: GatedEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="engines.local")
+    engine = LocalEngine(tmp_path / "m.sqlite3", embedder=gated)
+    try:
+        receipts = await engine.store_many([Document.from_text(text) for text in NOTES])
+        ids = [r.id for r in receipts]
+        assert await engine.vector_backlog() == 4  # every note but the last waits for the backlog
+        for mode in FetchMode:
+            page = await engine.fetch(FetchRequest(query="brakes garage", mode=mode, limit=5))
+            assert [hit.id for hit in page.hits] == [ids[0]], mode
+        assert "ranked 1 of its items by keyword: their vectors are still being computed" in caplog.text
+        # The last note was embedded before store_many returned: found by meaning alone.
+        flight = await engine.fetch(FetchRequest(query="airplane trip", mode=FetchMode.VECTOR, limit=1))
+        assert [hit.id for hit in flight.hits] == [ids[4]]
+        assert (
+            await engine.fetch(FetchRequest(query="automobile mechanic", mode=FetchMode.VECTOR, limit=5))
+        ).hits == []
+        gated.gate.set()
+        assert await engine.wait_for_vectors(timeout_s=20)
+        car = await engine.fetch(FetchRequest(query="automobile mechanic", mode=FetchMode.VECTOR, limit=1))
+        assert [hit.id for hit in car.hits] == [ids[0]]
+        recalled = await engine.recall(RecallRequest(question="when does the plane depart?", limit=1))
+        assert [c.id for c in recalled.citations] == [ids[4]]
+    finally:
+        engine.close()
+    assert _vector_rows(tmp_path / "m.sqlite3") == [256 * 4] * 5
+
+
+async def test_a_failing_embedder_never_fails_a_store_and_is_retried(
+    tmp_path: Path, gated: GatedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("engines.local.backlog._PAUSES_S", (0.05,))
+    gated.failing = UnavailableError("the model server is down")
+    gated.gate.set()
+    engine = LocalEngine(tmp_path / "m.sqlite3", embedder=gated)
+    try:
+        receipts = await engine.store_many([Document.from_text(text) for text in NOTES[:3]])
+        assert not await engine.wait_for_vectors(timeout_s=0.3)
+        health = await engine.health()
+        assert health.state == "degraded" and "the model server is down" in (health.reason or "")
+        page = await engine.fetch(FetchRequest(query="budget", mode=FetchMode.HYBRID, limit=3))
+        assert [hit.id for hit in page.hits] == [receipts[2].id]
+        gated.failing = None
+        assert await engine.wait_for_vectors(timeout_s=20)
+        assert (await engine.health()).state == "ok"
+    finally:
+        engine.close()
+
+
+async def test_passages_forgotten_while_embedding_are_skipped(tmp_path: Path, gated: GatedEmbedder) -> None:
+    engine = LocalEngine(tmp_path / "m.sqlite3", embedder=gated)
+    try:
+        receipts = await engine.store_many([Document.from_text(text) for text in NOTES])
+        assert gated.waiting.wait(10)  # the backlog holds a batch of the first four
+        await engine.forget(ForgetTarget.by_ids([r.id for r in receipts[:2]]))
+        gated.gate.set()
+        assert await engine.wait_for_vectors(timeout_s=20)
+        assert (await engine.health()).state == "ok"
+    finally:
+        engine.close()
+    assert len(_vector_rows(tmp_path / "m.sqlite3")) == 3
+
+
+async def test_another_process_embeds_what_one_left_once_its_claims_lapse(
+    tmp_path: Path, gated: GatedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("engines.local.backlog.LOOK_S", 0.05)
+    path = tmp_path / "m.sqlite3"
+    first = LocalEngine(path, embedder=gated)
+    second = LocalEngine(path)
+    try:
+        await first.store_many([Document.from_text(text) for text in NOTES[:3]])
+        assert gated.waiting.wait(10)  # the first engine's backlog claimed both waiting passages, then stalled
+        assert not await second.wait_for_vectors(timeout_s=0.3)
+        with closing(sqlite3.connect(path)) as conn:  # as if the claims had been held for too long
+            conn.execute("UPDATE pending_vectors SET claimed_until = 1")
+            conn.commit()
+        assert await second.wait_for_vectors(timeout_s=20)
+        gated.gate.set()  # the stalled batch finds nothing left to save
+        assert await first.wait_for_vectors(timeout_s=20)
+    finally:
+        first.close()
+        second.close()
+    assert len(_vector_rows(path)) == 3
+
+
+async def test_another_embedder_re_embeds_the_file_and_vectors_are_never_mixed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="engines.local")
+    path = tmp_path / "m.sqlite3"
+    old = LocalEngine(path, embedder=HashingEmbedder(64))
+    old_ids = [r.id for r in await old.store_many([Document.from_text(text) for text in NOTES[:3]])]
+    assert _vector_rows(path) == [64 * 4] * 3
+    new = LocalEngine(path)  # the default, static embedder: another identity
+    try:
+        page = await new.fetch(FetchRequest(query="brakes", mode=FetchMode.VECTOR, limit=3))
+        assert "was indexed with embedder hashing-ngram-v2/64; re-embedding its 3 passages" in caplog.text
+        assert [hit.id for hit in page.hits] == [old_ids[0]]  # by keyword or by new vectors, never by old ones
+        assert await new.wait_for_vectors(timeout_s=20)
+        car = await new.fetch(FetchRequest(query="automobile mechanic", mode=FetchMode.VECTOR, limit=1))
+        assert [hit.id for hit in car.hits] == [old_ids[0]]
+        # The old engine, still open, is outvoted: it neither searches nor writes vectors of its own.
+        caplog.clear()
+        stale = await old.fetch(FetchRequest(query="cake", mode=FetchMode.HYBRID, limit=3))
+        assert [hit.id for hit in stale.hits] == [old_ids[1]]
+        assert "the memory file's vectors are another embedder's" in caplog.text
+        late = await old.store(Document.from_text(NOTES[3]))
+        assert await new.wait_for_vectors(timeout_s=20)
+        dog = await new.fetch(FetchRequest(query="puppy", mode=FetchMode.VECTOR, limit=1))
+        assert [hit.id for hit in dog.hits] == [late.id]
+    finally:
+        old.close()
+        new.close()
+    assert _vector_rows(path) == [256 * 4] * 4
+
+
+async def test_closing_stops_the_backlog_thread(tmp_path: Path, gated: GatedEmbedder) -> None:
+    engine = LocalEngine(tmp_path / "m.sqlite3", embedder=gated)
+    await engine.store_many([Document.from_text(text) for text in NOTES[:2]])
+    assert gated.waiting.wait(10)
+    gated.gate.set()
+    engine.close()
+    thread = engine._backlog._thread
+    assert thread is not None and thread.name == BACKLOG and not thread.is_alive()
