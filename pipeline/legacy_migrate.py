@@ -79,6 +79,7 @@ async def migrate_with(
     namespace: Namespace = Namespace.ROOT,
     page_size: int = DEFAULT_PAGE_SIZE,
     stats: ReadStats | None = None,
+    report: MigrationReport | None = None,
 ) -> MigrationReport:
     """Store every item after `from_checkpoint` (None: the start) in batches of at most 100.
 
@@ -86,10 +87,13 @@ async def migrate_with(
     as the spec has it, unless the host moves them). `on_batch` exceptions propagate, as do legacy read
     failures (`LegacyImportError`), after which the host resumes from the checkpoint `on_batch` last got.
 
+    `stats` counts the rows read and skipped; `report`, when given, is the report this call fills in (and
+    returns), so `on_batch` can read the counts so far.
+
     The next batch is read and scrubbed while the engine stores the one before (an engine that waits on a
     thread or the network leaves the event loop free); it is sent only once that one is acknowledged.
     """
-    run = _Migration(engine, on_batch, from_checkpoint or Checkpoint.START)
+    run = _Migration(engine, on_batch, from_checkpoint or Checkpoint.START, report)
     rules = policy or Policy()
     flight: _Flight | None = None
     try:
@@ -120,11 +124,14 @@ class _Flight:
 class _Migration:
     """The state of one `migrate_with` call: the last committed checkpoint and the report."""
 
-    def __init__(self, engine: MemoryEngine, on_batch: OnBatch, start: Checkpoint) -> None:
+    def __init__(
+        self, engine: MemoryEngine, on_batch: OnBatch, start: Checkpoint, report: MigrationReport | None
+    ) -> None:
         self.engine = engine
         self.on_batch = on_batch
         self.saved = start
-        self.report = MigrationReport(checkpoint=start)
+        self.report = report if report is not None else MigrationReport()
+        self.report.checkpoint = start
 
     async def settle(self, flight: _Flight) -> None:
         """Wait for the batch's receipts, then commit its checkpoint and tell `on_batch`."""
