@@ -8,9 +8,9 @@ UTF-8 byte lengths, added up part by part (escaping is per character), so no sli
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 
 PAGE_BREAK = "\f"
 DOCUMENT_CHUNK_TARGET_BYTES = 262_144
@@ -49,7 +49,7 @@ class _Part:
 
 def escaped_len(text: str) -> int:
     """The UTF-8 length of `text` as a JSON string body (without its quotes)."""
-    return len(json.dumps(text, ensure_ascii=False).encode("utf-8")) - 2
+    return len(encode_basestring(text).encode("utf-8")) - 2
 
 
 def escaped_char_len(ch: str) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import Any
 
 from pydantic import ValidationError
@@ -47,8 +48,17 @@ class _Raw(str):
     """A JSON fragment written as it is (a confidence in its float32 form)."""
 
 
+# Built once: `json.dumps` with options builds an encoder on every call, a third of an event's encoding time.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
 def _json(value: object) -> str:
-    return value if isinstance(value, _Raw) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, _Raw):
+        return value
+    if type(value) is str:
+        return encode_basestring(value)
+    return _COMPACT.encode(value)
 
 
 def _object(fields: list[tuple[str, object]]) -> str:
@@ -58,7 +68,7 @@ def _object(fields: list[tuple[str, object]]) -> str:
 
 def canonical(body: dict[str, Any]) -> bytes:
     """The request body's canonical bytes: keys sorted at every depth, compact, raw UTF-8."""
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _CANONICAL.encode(body).encode("utf-8")
 
 
 def body_key(body: dict[str, Any]) -> str:
@@ -219,7 +229,7 @@ def _fields(fields: list[tuple[str, object]]) -> str:
         return ""
     if any(isinstance(value, _Raw) for _, value in fields):
         return "," + _object(fields)[1:-1]
-    return "," + json.dumps(dict(fields), ensure_ascii=False, separators=(",", ":"))[1:-1]
+    return "," + _COMPACT.encode(dict(fields))[1:-1]
 
 
 def _parts(envelope: str) -> list[str]:

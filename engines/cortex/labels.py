@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 
 from engines.contract import ItemKind, MemoryMeta, MetaFilter, SourceRef, holds_phone_number, redacted_id
 
@@ -17,10 +18,13 @@ _THREAD_UUID = re.compile(r"thread-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 _DRIVE = re.compile(r"[A-Za-z]:")
 
 
+# A backfill digests the same folders, workspace, source and kind for every item of a batch: remember them.
+@lru_cache(maxsize=8192)
 def digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
 
 
+@lru_cache(maxsize=8192)
 def path_digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8")).hexdigest()[:40]
 

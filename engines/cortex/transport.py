@@ -217,8 +217,11 @@ class Transport:
             await asyncio.sleep(left)
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _json_bytes(body: Any) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _COMPACT.encode(body).encode("utf-8")
 
 
 async def _read_capped(response: httpx.Response, where: str) -> bytes:
