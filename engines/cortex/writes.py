@@ -103,13 +103,16 @@ class Writer:
             for path, written in (await self._write(entries)).items():
                 last_by_scope.pop(path, None)
                 last_by_scope[path] = written
-        await all_of(
-            wait_listed(self.wire, path, event_id, event.body["context"]["labels"][0], self.timing)
-            for path, (event, event_id) in last_by_scope.items()
-        )
         if last_by_scope:
+            # Settling is best effort and asks another route: it runs beside the required listing waits, and the
+            # call returns once both are done (a failed listing wait is raised after the settle wait ends).
             path, (event, event_id) = list(last_by_scope.items())[-1]
-            await wait_settled(self.wire, path, event_id, event.text, self.timing)
+            settled = wait_settled(self.wire, path, event_id, event.text, self.timing)
+            listed = [
+                wait_listed(self.wire, scope, written_id, written.body["context"]["labels"][0], self.timing)
+                for scope, (written, written_id) in last_by_scope.items()
+            ]
+            await all_of([settled, *listed])
         return [entry.receipt() for entry in planned]
 
     async def _find_held(self, entries: list[_Planned]) -> None:
