@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from engines.contract import Document
+from engines.cortex import Timing
 from engines.cortex.testing import CortexDouble, DoubleConfig, ManualClock, serve
 from tests.unit.engines.cortex.helpers import Served, served
 
@@ -248,3 +251,27 @@ async def test_a_restarted_double_keeps_its_log(tmp_path: Path) -> None:
             assert replay == {"event_id": kept, "status": "captured", "replayed_from_idempotency": True}
             fresh = (await client.post("/v1/experience", json=body("new"))).json()["event_id"]
             assert fresh == "evt_3"
+
+
+async def test_hidden_events_list_once_their_window_passes(direct: Served) -> None:
+    direct.double.faults.hide_events(0.3)
+    started = time.monotonic()
+    async with direct.engine(timing=Timing(visibility=5, poll=0.01, settle=0.2)) as engine:
+        await engine.store(Document.from_text("hidden for a while"))
+    assert time.monotonic() - started >= 0.3
+
+
+async def test_expired_packs_and_the_switches_of_older_servers() -> None:
+    with served("direct", recall_role_prefix=True, default_cascade="redact_events", caller=None) as direct:
+        async with httpx.AsyncClient(base_url=direct.url, headers=AUTH) as client:
+            event = (await client.post("/v1/experience", json=body("older server"))).json()["event_id"]
+            pack = (await client.post("/v1/recall", json={"scope": SCOPE, "query": "older"})).json()
+            assert pack["layers"]["events"][0]["content"]["text"] == "[user] older server"
+            direct.double.faults.expire_packs()
+            answer = await client.post(
+                "/v1/answer", json={"scope": SCOPE, "question": "q", "use_pack_id": pack["pack_id"]}
+            )
+            assert answer.json()["error_code"] == "PACK_NOT_FOUND"
+            forgot = await client.post("/v1/forget", json={"scope": SCOPE, "selector": {"memory_ids": [event]}})
+            assert forgot.json()["deleted"] == {"events": 1}  # this server's default cascade removes events
+            assert (await client.get("/v1/auth/whoami")).status_code == 404
