@@ -16,6 +16,7 @@ from engines.local import LocalEngine
 from tests.e2e.test_legacy_import import held
 from tests.fixtures.legacy_workspace import generated_workspace
 from tests.integration.cluster import Cluster, cluster_fixture
+from worker.cluster.app import create_app
 from worker.cluster.legacy_tasks import queue_legacy_import
 from worker.jobs.legacy import LegacyImportRequest, LegacyImports, import_legacy
 
@@ -63,7 +64,9 @@ def test_a_queued_import_runs_in_slices_to_the_items_of_an_import_run_here(clust
         engine.close()
 
     start_worker(cluster)
-    record = queue_legacy_import(cluster.settings(), LegacyImportRequest(path=str(ws.root)))
+    record = queue_legacy_import(
+        create_app(cluster.settings()), cluster.settings(), LegacyImportRequest(path=str(ws.root))
+    )
     assert record.status == "queued" and record.engine == "local"
     records = LegacyImports(cluster.data_dir)
     cluster.wait(lambda: records.require(record.id).status == "completed", 90, "the queued import completed")
@@ -73,7 +76,9 @@ def test_a_queued_import_runs_in_slices_to_the_items_of_an_import_run_here(clust
     assert (done.stored, done.checkpoint) == (direct.stored, direct.checkpoint)
     assert held(cluster.data_dir) == held(here)
     # Asked for again once complete, it starts over, and every item is a replay.
-    again = queue_legacy_import(cluster.settings(), LegacyImportRequest(path=str(ws.root)))
+    again = queue_legacy_import(
+        create_app(cluster.settings()), cluster.settings(), LegacyImportRequest(path=str(ws.root))
+    )
     assert again.status == "queued" and again.stored == 0
     cluster.wait(lambda: records.require(record.id).status == "completed", 90, "the second import completed")
     assert json.loads(records.require(record.id).model_dump_json())["replayed"] == direct.stored

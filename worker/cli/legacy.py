@@ -198,10 +198,11 @@ def _print_reasons(record: LegacyImportRecord) -> None:
 def _queue(settings: Settings, request: LegacyImportRequest, as_json: bool) -> int:
     """Queue the import for the workers; they read PATH, so it must be the same path where they run."""
     from engines.contract import Error
+    from worker.cluster.app import create_app
     from worker.cluster.legacy_tasks import queue_legacy_import
 
     try:
-        record = queue_legacy_import(settings, request)
+        record = queue_legacy_import(create_app(settings), settings, request)
     except Error as err:
         raise fail(err.message) from err
     if as_json:

@@ -51,14 +51,12 @@ def register_legacy_tasks(app: Celery) -> None:
         run_slice(self, LegacyImportRequest.model_validate(request))
 
 
-def queue_legacy_import(settings: Settings, request: LegacyImportRequest) -> LegacyImportRecord:
+def queue_legacy_import(app: Celery, settings: Settings, request: LegacyImportRequest) -> LegacyImportRecord:
     """Record the import as queued and send its first slice; the record's id is how to follow it.
 
     An import already queued is left as it is (its slice is waiting) unless `restart` asks again. Any other
     duplicate is harmless: slices of one import take turns on its lock, and one that finds it held is dropped.
     """
-    from worker.cluster.app import create_app
-
     engine_id = request.engine or settings.engine
     pinned = request.model_copy(update={"engine": engine_id})
     workspace = canonical_workspace(request.path)
@@ -72,7 +70,7 @@ def queue_legacy_import(settings: Settings, request: LegacyImportRequest) -> Leg
     again = held if held is None or held.status != "completed" else held.started_over()
     queued = fresh if again is None else again.model_copy(update={"status": "queued", "error": None})
     records.put(queued)
-    _send(create_app(settings), pinned)
+    _send(app, pinned)
     return records.require(record_id)
 
 

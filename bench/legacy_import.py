@@ -1,0 +1,188 @@
+"""Benchmark of the legacy import: a generated v1 workspace into the local engine, against `store_many` alone.
+
+    .venv/bin/python bench/legacy_import.py [--rows 50000] [--repeat 3] [--keep]
+
+A v1 workspace of `--rows` rows is written with the v1 DDL (tests/fixtures/legacy_workspace.py): 40% documents,
+10% learnings, 20% chunk rows (5,000 groups of chat and document chunks), 20% episodic turns (sessions of five)
+and 10% profile facets. Then, each `--repeat` times and timed around the work only (wall and CPU):
+  floor      `store_many` alone, in calls of 100, into a fresh local engine, on exactly the items the import
+             stores (read, mapped and scrubbed beforehand, outside the clock);
+  migrate    `pipeline.legacy_import.migrate` into a fresh local engine: read, map, scrub, store, checkpoint;
+  command    the job `tinymemory import-legacy` runs (`worker.jobs.legacy.import_legacy`): the same, plus its
+             record written to the data directory after every batch;
+and once, a second `migrate` into the same engine (every item a replay).
+The best of the repeats is shown (the machine's load moves single runs; it is printed at start and end).
+Target: migrate >= 0.8 of the floor (floor seconds / migrate seconds), checked, with the command's ratio beside
+it. The seed's own failure was hours for 5,000 items (per-item waits on CortexDB); here 50,000 rows take seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+# bench/sources.py, first on the path of a script run from bench/, would shadow the `sources` package.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engines.contract import MAX_STORE_MANY, StoreItem
+from engines.local import LocalEngine
+from pipeline.legacy_import import LegacyWorkspace, migrate, prepared_items
+from tests.fixtures.legacy_workspace import generated_workspace
+from worker.jobs.legacy import LegacyImportRequest, LegacyImports, import_legacy
+
+TARGET_RATIO = 0.8
+TABLES = {
+    "memory/memory.db": ("memory_docs", "episodic_log", "user_profile"),
+    "memory_tree/chunks.db": ("mem_tree_chunks",),
+}
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One timed step: wall and CPU seconds, and the items it stored and replayed."""
+
+    wall: float
+    cpu: float
+    stored: int
+    replayed: int
+
+
+async def timed(work: Callable[[], Awaitable[tuple[int, int]]]) -> Timed:
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    stored, replayed = await work()
+    return Timed(time.perf_counter() - wall, time.process_time() - cpu, stored, replayed)
+
+
+def count_rows(root: Path) -> int:
+    total = 0
+    for db, tables in TABLES.items():
+        conn = sqlite3.connect(root / db)
+        try:
+            total += sum(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables)
+        finally:
+            conn.close()
+    return total
+
+
+async def floor(items: list[StoreItem], path: Path) -> Timed:
+    engine = LocalEngine(path)
+
+    async def store() -> tuple[int, int]:
+        replayed = 0
+        for start in range(0, len(items), MAX_STORE_MANY):
+            receipts = await engine.store_many(items[start : start + MAX_STORE_MANY])
+            replayed += sum(r.replayed for r in receipts)
+        return len(items) - replayed, replayed
+
+    try:
+        return await timed(store)
+    finally:
+        engine.close()
+
+
+async def migrated(workspace: LegacyWorkspace, engine: LocalEngine) -> Timed:
+    async def run() -> tuple[int, int]:
+        report = await migrate(engine, workspace)
+        return report.stored, report.replayed
+
+    return await timed(run)
+
+
+async def command(root: Path, data_dir: Path) -> Timed:
+    engine = LocalEngine(data_dir / "memory.sqlite3")
+
+    async def run() -> tuple[int, int]:
+        record = await import_legacy(LegacyImportRequest(path=str(root)), engine, "local", LegacyImports(data_dir))
+        return record.stored, record.replayed
+
+    try:
+        return await timed(run)
+    finally:
+        engine.close()
+
+
+def load_line(when: str) -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {when}: {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} CPUs)"
+
+
+def row(name: str, step: Timed, rows: int, items: int, floor_step: Timed | None) -> str:
+    ratio = f"{floor_step.wall / step.wall:.2f} (CPU {floor_step.cpu / step.cpu:.2f})" if floor_step else "-"
+    return (
+        f"{name:<9} {step.wall:7.2f} s  {step.cpu:7.2f} s CPU  {rows / step.wall:9,.0f} rows/s  "
+        f"{items / step.wall:8,.0f} items/s  stored {step.stored:,} replayed {step.replayed:,}  vs floor {ratio}"
+    )
+
+
+async def run(rows: int, repeat: int, work: Path) -> bool:
+    started = time.perf_counter()
+    ws = generated_workspace(work / "v1", rows)
+    rows_written = count_rows(ws.root)
+    with LegacyWorkspace.open(ws.root) as workspace:
+        items = list(prepared_items(workspace))
+        print(
+            f"workspace: {rows_written:,} rows, {len(items):,} items, written in {time.perf_counter() - started:.1f} s"
+        )
+        floors, migrates, commands = [], [], []
+        for n in range(repeat):
+            floors.append(await floor(items, work / f"floor-{n}.sqlite3"))
+            engine = LocalEngine(work / f"migrate-{n}.sqlite3")
+            try:
+                migrates.append(await migrated(workspace, engine))
+                if n == repeat - 1:
+                    replay = await migrated(workspace, engine)
+            finally:
+                engine.close()
+            commands.append(await command(ws.root, work / f"command-{n}"))
+    best_floor, best_migrate, best_command = (
+        min(steps, key=lambda s: s.wall) for steps in (floors, migrates, commands)
+    )
+    for name, step in (("floor", best_floor), ("migrate", best_migrate), ("command", best_command), ("replay", replay)):
+        print(row(name, step, rows_written, len(items), None if name == "floor" else best_floor))
+    exact = all(s.stored == len(items) and s.replayed == 0 for s in (*migrates, *commands)) and (
+        replay.stored,
+        replay.replayed,
+    ) == (0, len(items))
+    ratio = best_floor.wall / best_migrate.wall
+    print(f"checks: every import stored each item once and the re-run replayed them all: {'ok' if exact else 'FAILED'}")
+    verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
+    print(f"target: migrate >= {TARGET_RATIO} of store_many alone: {ratio:.2f} {verdict}")
+    return exact and ratio >= TARGET_RATIO
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=50_000, help="rows of the generated workspace")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each step (the best is shown)")
+    parser.add_argument("--keep", action="store_true", help="keep the working folder and print where it is")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    print(load_line("at start"), flush=True)
+    work = Path(tempfile.mkdtemp(prefix="tm-bench-legacy-"))
+    try:
+        met = asyncio.run(run(args.rows, args.repeat, work))
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    print(load_line("at end"))
+    raise SystemExit(0 if met else 1)
+
+
+if __name__ == "__main__":
+    main()
