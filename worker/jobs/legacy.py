@@ -150,19 +150,27 @@ class LegacyImports:
     def put(self, record: LegacyImportRecord) -> LegacyImportRecord:
         """Write `record` (stamped now) in place of the old one: a reader sees the old or the new, whole."""
         stamped = record.model_copy(update={"updated_at": datetime.now(UTC)})
-        self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(record.id)
         partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        partial.write_text(stamped.model_dump_json(indent=2))
-        # No fsync: a checkpoint lost to a power cut is an older one, and resuming from it only replays.
-        partial.replace(path)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            partial.write_text(stamped.model_dump_json(indent=2))
+            # No fsync: a checkpoint lost to a power cut is an older one, and resuming from it only replays.
+            partial.replace(path)
+        except OSError as err:
+            raise UnavailableError(f"cannot write the legacy import record {path}: {err.strerror or err}") from err
         return stamped
 
     @contextmanager
     def claim(self, record_id: str) -> Iterator[None]:
         """Hold the import's lock for the block; `ConflictError` while another process runs it."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with self._path(record_id).with_suffix(".lock").open("a") as lock:
+        lock_path = self._path(record_id).with_suffix(".lock")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            lock = lock_path.open("a")
+        except OSError as err:
+            raise UnavailableError(f"cannot open the legacy import lock {lock_path}: {err.strerror or err}") from err
+        with lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
