@@ -131,6 +131,8 @@ class EventLog:
         self.keys: dict[str, _Key] = {}
         self.packs: dict[str, Pack] = {}
         self.erasures: dict[str, Erasure] = {}
+        self._vocabulary: dict[str, set[str]] = {}
+        self._vocabulary_upto: dict[str, int] = {}
         self.counters = {"evt": 0, "seq": 0, "pack": 0, "era": 0, "req": 0}
         if not keep_file and self.data is not None and self.data.exists():
             self.data.unlink()
@@ -187,6 +189,15 @@ class EventLog:
         else:
             found = self.by_scope.get(scope, [])
         return sorted((r for r in found if not r.removed and r.listed_at <= now), key=lambda r: -r.seq)
+
+    def vocabulary(self, scope: str) -> set[str]:
+        """Every word any event of `scope` ever held (removed ones too): a bound on what a query can match."""
+        records = self.by_scope.get(scope, [])
+        known = self._vocabulary.setdefault(scope, set())
+        for record in records[self._vocabulary_upto.get(scope, 0) :]:
+            known |= record.words()
+        self._vocabulary_upto[scope] = len(records)
+        return known
 
     def scopes(self) -> list[str]:
         return sorted(scope for scope, count in self.live.items() if count > 0)

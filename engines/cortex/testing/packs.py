@@ -8,6 +8,7 @@ are all dropped by any forget or erasure, as the server's are.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from engines.cortex.testing.checks import RefusalError, invalid
@@ -56,34 +57,52 @@ def _scopes(log: EventLog, scope: str, view: str) -> list[str]:
     return ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
 
 
-def rank(records: list[EventRecord], query: str, size: int | None = None) -> list[EventRecord]:
-    """Best first (most query words), newest first among equals; the first `size` when given."""
+def rank(
+    records: Iterable[EventRecord], query: str, size: int, vocabulary: set[str] | None = None
+) -> list[EventRecord]:
+    """The best `size` of `records` (given newest first): most query words, newest first among equals.
+
+    No record can hold more query words than the scopes' `vocabulary` does, so the walk stops once `size`
+    records reach that bound: nothing older can rank above them.
+    """
     wanted = words(query)
-    keyed = [(-len(wanted & record.words()), -record.seq, record) for record in records]
-    best = heapq.nsmallest(size, keyed, key=_first_two) if size is not None else sorted(keyed, key=_first_two)
-    return [record for _, _, record in best]
+    bound = len(wanted & vocabulary) if vocabulary is not None else len(wanted)
+    best: list[tuple[int, int, EventRecord]] = []
+    reached = 0
+    if size <= 0:
+        return []
+    for record in records:
+        score = len(wanted & record.words())
+        if len(best) < size:
+            heapq.heappush(best, (score, record.seq, record))
+        elif score > best[0][0] or (score == best[0][0] and record.seq > best[0][1]):
+            heapq.heapreplace(best, (score, record.seq, record))
+        reached += score >= bound
+        if reached >= size:
+            break
+    return [record for _, _, record in sorted(best, key=lambda e: (-e[0], -e[1]))]
 
 
-def _first_two(entry: tuple[int, int, EventRecord]) -> tuple[int, int]:
-    return entry[0], entry[1]
+def _newest_first(log: EventLog, scopes: list[str], labels: list[str] | None, now: float) -> Iterator[EventRecord]:
+    """The ranked (not removed) events of `scopes`, narrowed to any of `labels`, newest first."""
+    streams: list[Iterable[EventRecord]] = [
+        log.listed(scope, labels, now) if labels else reversed(log.by_scope.get(scope, [])) for scope in scopes
+    ]
+    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda r: -r.seq)
+    return (r for r in merged if not r.removed and r.ranked_at <= now)
 
 
 def build_pack(log: EventLog, config: DoubleConfig, body: dict[str, Any], stored_scope: str) -> Pack:
     view = body.get("view") or "holistic"
     scopes = _scopes(log, stored_scope, view)
-    labels = _labels(body)
     now = config.clock()
-    candidates = [
-        record
-        for scope in scopes
-        for record in (log.listed(scope, labels, now) if labels else log.by_scope.get(scope, []))
-        if not record.removed and record.ranked_at <= now
-    ]
     budgets = body.get("budgets") or {}
     limits = budgets.get("per_layer_limits") or {}
-    size = limits.get("events", config.default_events_per_pack)
+    size = int(limits.get("events", config.default_events_per_pack))
     include = body.get("include") or list(LAYERS)
-    events = rank(candidates, body["query"], int(size)) if "events" in include else []
+    candidates = _newest_first(log, scopes, _labels(body), now)
+    vocabulary = set().union(*(log.vocabulary(scope) for scope in scopes))
+    events = rank(candidates, body["query"], size, vocabulary) if "events" in include else []
     pack = Pack(f"pack_{log.next_id('pack')}", stored_scope, events, now)
     log.packs[pack.pack_id] = pack
     return pack
