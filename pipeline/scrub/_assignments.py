@@ -17,7 +17,6 @@ costs one substring search per needle.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from enum import Enum
 
 from pipeline.scrub._needles import FoldedText
@@ -208,38 +207,34 @@ def value_span(text: str, name_start: int, name_end: int, kind: _Name) -> Span |
     return span if random_looking(content) else None
 
 
-def _name_ends(probe: FoldedText) -> Iterator[int]:
-    """Where each identifier that holds a needle ends, once each, in no particular order."""
-    seen: set[int] = set()
+def find_assignments(probe: FoldedText) -> list[Span]:
+    """The spans of the secret values after secret-like names in the text."""
     text, find, run = probe.text, probe.folded.find, _IDENTIFIER_RUN.match
+    spans: list[Span] = []
+    seen: set[int] = set()
     for needle, length in _NEEDLE_LENGTHS:
         at = find(needle)
         while at >= 0:
             end = run(text, at + length).end()  # type: ignore[union-attr]
-            if end not in seen:
-                seen.add(end)
-                yield end
             at = find(needle, end)
-
-
-def find_assignments(probe: FoldedText) -> list[Span]:
-    """The spans of the secret values after secret-like names in the text."""
-    text = probe.text
-    spans: list[Span] = []
-    for end in _name_ends(probe):
-        # Most occurrences are prose ("keys,", "passwords", "the password for"): rule them out before
-        # finding where the name starts.
-        following = text[end : end + 1]
-        if following not in _FOLLOWERS:
-            continue
-        start = _name_start(text, end)
-        if following in " \t" and text[start] != "-" and _PROSE_WORD.match(text, end) is not None:
-            continue
-        name = text[start:end].strip("-.")
-        kind = classify_name(name, text[start - 1 : start])
-        if kind is None:
-            continue
-        span = value_span(text, start, end, kind)
-        if span is not None:
-            spans.append(span)
+            if end in seen:
+                continue
+            seen.add(end)
+            span = _assignment_at(text, end)
+            if span is not None:
+                spans.append(span)
     return spans
+
+
+def _assignment_at(text: str, end: int) -> Span | None:
+    """The value assigned to the identifier that ends at `end`, when it is a secret-like name."""
+    # Most occurrences are prose ("keys,", "passwords", "the password for"): rule them out before finding
+    # where the name starts.
+    following = text[end : end + 1]
+    if following not in _FOLLOWERS:
+        return None
+    start = _name_start(text, end)
+    if following in " \t" and text[start] != "-" and _PROSE_WORD.match(text, end) is not None:
+        return None
+    kind = classify_name(text[start:end].strip("-."), text[start - 1 : start])
+    return None if kind is None else value_span(text, start, end, kind)

@@ -20,6 +20,8 @@ Span = tuple[int, int]
 def find_credentials(probe: FoldedText) -> list[Span]:
     """The spans to redact, sorted and without overlaps."""
     spans = find_url_credentials(probe.text) + find_vendor_tokens(probe) + find_assignments(probe)
+    if len(spans) < 2:
+        return spans
     kept: list[Span] = []
     last_end = 0
     for start, end in sorted(spans, key=lambda s: (s[0], s[0] - s[1])):

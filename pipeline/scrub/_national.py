@@ -164,7 +164,7 @@ NATIONAL_CLASSES: tuple[PiiClass, ...] = (
         stdnum_valid(nhs),
         _NHS_WORDS,
         digits=10,
-        run=3,
+        run=4,
     ),
     _national(
         "ca_sin",
@@ -184,7 +184,7 @@ NATIONAL_CLASSES: tuple[PiiClass, ...] = (
         stdnum_valid(tfn),
         _TFN_WORDS,
         digits=8,
-        run=2,
+        run=3,
     ),
     # The European Union.
     _national(
@@ -206,7 +206,7 @@ NATIONAL_CLASSES: tuple[PiiClass, ...] = (
         _BE_WORDS,
         r"[0-9]{2}\.[0-9]{2}\.[0-9]{2}-[0-9]{3}\.[0-9]{2}",
         digits=11,
-        run=2,
+        run=3,
     ),
     _national("bg_egn", "BG_EGN", r"\b[0-9]{10}\b", r"[0-9]{9}", stdnum_valid(egn), _BG_WORDS, digits=10, run=10),
     _national(
@@ -218,7 +218,7 @@ NATIONAL_CLASSES: tuple[PiiClass, ...] = (
         _CZ_WORDS,
         r"[0-9]{6}/[0-9]{3,4}",
         digits=9,
-        run=3,
+        run=6,
     ),
     _national(
         "de_idnr",
@@ -228,7 +228,7 @@ NATIONAL_CLASSES: tuple[PiiClass, ...] = (
         stdnum_valid(idnr),
         _DE_WORDS,
         digits=11,
-        run=2,
+        run=3,
     ),
     _national(
         "dk_cpr",
@@ -238,7 +238,7 @@ NATIONAL_CLASSES: tuple[PiiClass, ...] = (
         stdnum_valid(cpr),
         _DK_WORDS,
         digits=10,
-        run=4,
+        run=6,
     ),
     _national("ee_ik", "EE_IK", r"\b[1-6][0-9]{10}\b", r"[0-9]{10}", stdnum_valid(ik), _EE_WORDS, digits=11, run=11),
     _national(
@@ -259,6 +259,7 @@ NATIONAL_CLASSES: tuple[PiiClass, ...] = (
         _FR_WORDS,
         r".* .* .*",
         digits=13,
+        run=3,
     ),
     _national("gr_amka", "GR_AMKA", r"\b[0-9]{11}\b", r"[0-9]{10}", stdnum_valid(amka), _GR_WORDS, digits=11, run=11),
     _national("hr_oib", "HR_OIB", r"\b[0-9]{11}\b", r"[0-9]{10}", stdnum_valid(oib), _HR_WORDS, digits=11, run=11),
@@ -286,7 +287,7 @@ NATIONAL_CLASSES: tuple[PiiClass, ...] = (
         stdnum_valid(bsn),
         _NL_WORDS,
         digits=9,
-        run=2,
+        run=4,
     ),
     _national(
         "pl_pesel", "PL_PESEL", r"\b[0-9]{11}\b", r"[0-9]{10}", stdnum_valid(pesel), _PL_WORDS, digits=11, run=11
@@ -310,7 +311,7 @@ NATIONAL_CLASSES: tuple[PiiClass, ...] = (
         _SE_WORDS,
         r"(?:[0-9]{2})?[0-9]{6}[-+][0-9]{4}",
         digits=10,
-        run=4,
+        run=6,
     ),
     _national("si_emso", "SI_EMSO", r"\b[0-9]{13}\b", r"[0-9]{12}", stdnum_valid(emso), _SI_WORDS, digits=13, run=13),
 )

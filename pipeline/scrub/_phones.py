@@ -20,6 +20,7 @@ Parsing costs tens of microseconds, so it runs only on candidates that pass the 
 from __future__ import annotations
 
 import re
+from enum import Enum
 
 import phonenumbers
 
@@ -125,24 +126,32 @@ def _shorter(view: str, start: int, end: int) -> int | None:
     return new_end if digits >= 7 else None
 
 
-def _judge(view: str, start: int, end: int) -> bool:
+class _Verdict(Enum):
+    PHONE = "phone"
+    NOT_A_PHONE = "not a phone"  # by its shape: a shorter candidate would not be one either
+    INVALID = "invalid"  # a number libphonenumber refuses: without its last group it may be one
+
+
+def _judge(view: str, start: int, end: int) -> _Verdict:
     candidate = view[start:end]
     international = _international(candidate)
     if _shape_refused(candidate, international is not None):
-        return False
-    digits = sum(c.isdigit() for c in candidate)
-    if not 7 <= digits <= 15:
-        return False
-    if international is not None:
-        return _valid(international, None)
+        return _Verdict.NOT_A_PHONE
     groups = [len(g) for g in _DIGIT_GROUP.findall(candidate)]
+    digits = sum(groups)
+    if digits < 7:
+        return _Verdict.NOT_A_PHONE
+    if digits > 15:
+        return _Verdict.INVALID
+    if international is not None:
+        return _Verdict.PHONE if _valid(international, None) else _Verdict.INVALID
     if 1 in groups[1:]:
-        return False  # "speed 20 0 50 50 70": a single digit inside is a list of numbers, not a phone
+        return _Verdict.NOT_A_PHONE  # "speed 20 0 50 50 70": a single digit inside is a list of numbers
     # Three groups, an area code in parentheses, or a trunk prefix and a group (`030 123456`).
     phone_like = len(groups) >= 3 or candidate.startswith("(") or (len(groups) == 2 and candidate.startswith("0"))
     if not (phone_like or _keyword_before(view, start)):
-        return False
-    return _national_valid(candidate)
+        return _Verdict.NOT_A_PHONE
+    return _Verdict.PHONE if _national_valid(candidate) else _Verdict.INVALID
 
 
 def phone_span(view: str, start: int, end: int, _policy: Policy) -> Span | None:
@@ -153,9 +162,10 @@ def phone_span(view: str, start: int, end: int, _policy: Policy) -> Span | None:
     for _ in range(3):
         if not _bounded(view, start, end):
             return None
-        if _judge(view, start, end):
+        verdict = _judge(view, start, end)
+        if verdict is _Verdict.PHONE:
             return start, end
-        shorter = _shorter(view, start, end)
+        shorter = _shorter(view, start, end) if verdict is _Verdict.INVALID else None
         if shorter is None:
             return None
         end = shorter

@@ -40,9 +40,16 @@ def find_hits(
 ) -> Iterator[PiiHit]:
     """Yield the passing hits of every class whose gate opens, in class order (overlaps not resolved)."""
     table = table or table_for(policy)
+    facts: TextFacts | None = None
+    if table.min_run > 1:
+        # Most text has no two digits side by side, which every class of this table needs: the digit facts
+        # (a bytes translation) settle that faster than the union of the hints (a scan of the regex engine).
+        facts = TextFacts(view)
+        if facts.run < table.min_run:
+            return
     if table.any_hint.search(view) is None:
         return
-    facts = TextFacts(view)
+    facts = facts or TextFacts(view)
     others = not table.alone or table.others_hint.search(view) is not None
     for pii_class in table.classes:
         if (pii_class.bare_numeric and not include_bare) or not pii_class.gate(facts):
@@ -81,10 +88,23 @@ def _splice(text: str, view: MatchingView, hits: list[PiiHit]) -> str:
     return "".join(out)
 
 
+# Every byte but an ASCII digit becomes a space, so two digits side by side are the bytes `00`.
+_DIGIT_MASK = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+
+
+def _without_identifiers(text: str, table: ClassTable) -> bool:
+    """True when an ASCII text lacks the digit run every class of the table needs: most prose does, and a
+    bytes translation proves it faster than building the view and its facts."""
+    return table.min_run == 2 and text.isascii() and b"00" not in text.encode("ascii").translate(_DIGIT_MASK)
+
+
 def redact_identifiers(text: str, policy: Policy) -> tuple[str, int]:
     """Replace every kept PII hit with its class token; return the new text and the number replaced."""
+    table = table_for(policy)
+    if _without_identifiers(text, table) and not (policy.redact_emails and "@" in text):
+        return text, 0
     view = matching_view(text)
-    hits = list(find_hits(view.text, policy))
+    hits = list(find_hits(view.text, policy, table=table))
     if policy.redact_emails:
         hits.extend(PiiHit(start, end, EMAIL_CLASS) for start, end in find_emails(view.text))
     hits = resolve_overlaps(hits)

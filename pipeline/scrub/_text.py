@@ -10,7 +10,7 @@ from pipeline.scrub._keys import has_private_key, redact_private_keys
 from pipeline.scrub._markers import redact_markers
 from pipeline.scrub._needles import FoldedText
 from pipeline.scrub._pii import has_identifier, redact_identifiers
-from pipeline.scrub._report import DEFAULT_POLICY, Policy, SanitizationReport, Sanitized
+from pipeline.scrub._report import DEFAULT_POLICY, Policy, RuleSet, SanitizationReport, Sanitized
 from pipeline.scrub._shapes import has_credential_shape, redact_shapes
 from pipeline.scrub._values import is_placeholder
 from pipeline.scrub._words import is_ordinary
@@ -29,7 +29,7 @@ def _sanitize_once(text: str, policy: Policy) -> tuple[str, SanitizationReport]:
     Under the extended rules stage 3 is `_credentials` (URLs, vendor formats, values after secret-like
     names) instead of safety.md's 18 shapes, and stages 1, 2 and 4 run their extended variants.
     """
-    extended = not policy.is_spec
+    extended = policy.rules is not RuleSet.SPEC
     # The stages share one fold of the text until one of them changes it.
     probe = FoldedText(text)
     text, blocks = redact_private_keys(probe, extended=extended)

@@ -3,12 +3,13 @@
 Each format below was written from the vendor's public description of its tokens (a prefix, an alphabet,
 a length), the same facts the default rules of gitleaks and trufflehog encode. Every pattern starts with
 its literal prefix, or holds another literal at a known distance from its start; those literals are the
-needles. Every token is a run of at least 19 token characters, and such runs are rare in prose, so one
-scan finds the runs, a second finds the needles in them (see `_needles.NeedleIndex`), and each format is
-tried only where its needle stands, with `match` rather than a scan of the whole text: a text costs two
-scans however many formats there are. A token is bounded by characters outside its alphabet on both
-sides, so `AIza...-` keeps its final `-` (which `\\b` gave back) and a token inside a longer run is left
-alone.
+needles. Every token is a run of at least 19 token characters, and such runs are rare in prose, so a
+bytes translation finds the runs, a scan finds the needles in them (see `_needles.NeedleIndex`), and each
+format is tried only where its needle stands, with `match` rather than a scan of the whole text: a text
+costs one translation and short scans however many formats there are. Two shapes without a literal (a
+Discord bot token, a service-account key id) are searched for in the whole text when their word occurs.
+A token is bounded by characters outside its alphabet on both sides, so `AIza...-` keeps its final `-`
+(which `\\b` gave back) and a token inside a longer run is left alone.
 
 Formats with no distinctive shape (a 40-character AWS secret, a 32-character hex key) are found through
 their name instead (`_assignments`), or, for the AWS secret access key, through the key id beside it.
@@ -38,7 +39,7 @@ class VendorFormat:
     needles: tuple[str, ...]
     group: int = 0
     lead: tuple[int, int] = (0, 0)
-    scan: bool = False  # its (folded) needles only gate a search of the whole text: a shape with no literal
+    scan: bool = False  # its (folded) needles only gate a search of the whole text: a shape without a literal
 
     def spans_at(self, text: str, needle_at: int) -> list[Span]:
         """The match that the needle at `needle_at` belongs to, if any."""
@@ -165,7 +166,7 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
 )  # fmt: skip
 
 _MATCHED = tuple(f for f in VENDOR_FORMATS if not f.scan)
-_SCANNED = tuple(f for f in VENDOR_FORMATS if f.scan)
+_SCAN_NEEDLES = tuple((needle, f) for f in VENDOR_FORMATS if f.scan for needle in f.needles)
 _NEEDLES = NeedleIndex(n for f in _MATCHED for n in f.needles)
 _BY_NEEDLE: dict[str, tuple[VendorFormat, ...]] = {
     needle: tuple(f for f in _MATCHED if needle in f.needles) for needle in _NEEDLES.needles
@@ -177,6 +178,7 @@ _MIN_TOKEN = 19
 _RUN = re.compile(f"[{re.escape(_TOKEN_CHARS)}]{{{_MIN_TOKEN},}}")
 _TOKEN_MASK = bytes(0x61 if chr(b) in _TOKEN_CHARS else 0x20 for b in range(256))
 _ASCII_RUN = re.compile(b"a" * _MIN_TOKEN + b"+")  # a literal prefix: the engine's fast search
+_LONG_RUN = b"a" * _MIN_TOKEN
 
 # The AWS secret access key: 40 characters of base64 within a few lines of a key id.
 _AWS_KEY_ID = VENDOR_FORMATS[0].pattern
@@ -197,10 +199,13 @@ def _aws_secrets(text: str) -> list[Span]:
 
 def _runs(text: str) -> list[Span]:
     """The spans of the runs of token characters long enough to hold a token."""
-    if text.isascii():
-        # bytes.translate and a literal-led pattern run at memory speed; ASCII offsets are the text's.
-        return [m.span() for m in _ASCII_RUN.finditer(text.encode("ascii").translate(_TOKEN_MASK))]
-    return [m.span() for m in _RUN.finditer(text)]
+    if not text.isascii():
+        return [m.span() for m in _RUN.finditer(text)]
+    # bytes.translate and a literal-led pattern run at memory speed; ASCII offsets are the text's.
+    mask = text.encode("ascii").translate(_TOKEN_MASK)
+    if _LONG_RUN not in mask:
+        return []
+    return [m.span() for m in _ASCII_RUN.finditer(mask)]
 
 
 def find_vendor_tokens(probe: FoldedText) -> list[Span]:
@@ -216,8 +221,9 @@ def find_vendor_tokens(probe: FoldedText) -> list[Span]:
             key_id = key_id or needle in _AWS_KEY_ID_NEEDLES
             for fmt in _BY_NEEDLE[needle]:
                 spans.update(fmt.spans_at(text, start + at))
-    for fmt in _SCANNED:
-        if any(needle in probe.folded for needle in fmt.needles):
+    folded = probe.folded
+    for needle, fmt in _SCAN_NEEDLES:
+        if needle in folded:
             spans.update(match.span(fmt.group) for match in fmt.pattern.finditer(text))
     if key_id:
         spans.update(_aws_secrets(text))

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from datetime import date, timedelta
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from stdnum import iban as stdnum_iban
 from stdnum import luhn
 from stdnum.ar import cuit
@@ -48,6 +50,8 @@ from stdnum.si import emso
 from stdnum.us import itin, ssn
 
 from pipeline.scrub import Policy, has_likely_pii, redact_pii, sanitize_text
+from pipeline.scrub._classes import PiiClass
+from pipeline.scrub._identifiers import EXTENDED_CLASSES, EXTENDED_TABLE
 from tests.unit.pipeline.test_scrub_tables import Labelled, misses, well_formed
 
 SPEC = Policy.spec_compatible()
@@ -381,3 +385,28 @@ def test_emails_are_kept_unless_the_policy_redacts_them() -> None:
     redacted = sanitize_text(text, Policy(redact_emails=True))
     assert (redacted.value, redacted.report.pii_redactions) == ("write to [REDACTED_PII_EMAIL] today", 1)
     assert sanitize_text(redacted.value, Policy(redact_emails=True)).value == redacted.value
+
+
+# --- The extended table's union of hints: shorter than every tail, and still implied by each. ---------------
+
+_NOISE = st.text(alphabet=st.sampled_from("0123456789 -.:/()+ABxyz\n\t"), max_size=12)
+
+
+@pytest.mark.parametrize("pii_class", EXTENDED_CLASSES, ids=lambda c: c.name)
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_the_union_matches_wherever_a_class_hint_does(pii_class: PiiClass, data: st.DataObject) -> None:
+    text = data.draw(_NOISE) + data.draw(st.from_regex(pii_class.hint)) + data.draw(_NOISE)
+    hint = pii_class.hint.search(text)
+    assume(hint is not None)
+    assert EXTENDED_TABLE.any_hint.search(text) is not None
+    assert EXTENDED_TABLE.any_hint.match(text, hint.start()) is not None
+
+
+@pytest.mark.parametrize("pii_class", EXTENDED_CLASSES, ids=lambda c: c.name)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_every_match_of_an_extended_class_holds_its_hint(pii_class: PiiClass, data: st.DataObject) -> None:
+    text = " " + data.draw(st.from_regex(pii_class.pattern, fullmatch=True)) + " "
+    assume(pii_class.pattern.search(text) is not None)
+    assert pii_class.hint.search(text) is not None
