@@ -14,14 +14,13 @@ import asyncio
 import logging
 import multiprocessing
 import os
-import signal
 import threading
-import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from pipeline.convert import ConvertLimits, native_chain
 from worker.jobs import Prepared, TextJob, UnitStageError, read_text_unit
+from worker.pool_process import start_pool_process
 
 logger = logging.getLogger(__name__)
 
@@ -52,27 +51,6 @@ def prepare_texts(job: TextJob, limits: ConvertLimits) -> list[Prepared]:
 
 def _ready() -> int:
     return os.getpid()
-
-
-_PARENT_POLL_S = 0.2
-
-
-def _start_worker(parent: int) -> None:
-    """Worker start-up: leave Ctrl-C to the parent, and exit when the parent is gone (killed, say).
-
-    Ctrl-C reaches the whole process group; the parent stops its pools in order, so a worker
-    interrupted on its own would only print a traceback. And a pool worker waits on a queue it
-    also holds the writing end of, so it would never see its parent die: it would live on,
-    holding the parent's standard output open.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(_PARENT_POLL_S)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="tm-follow-parent", daemon=True).start()
 
 
 class TextPool:
@@ -116,7 +94,7 @@ class TextPool:
         with self._lock:
             if self._executor is None:
                 self._executor = ProcessPoolExecutor(
-                    self.workers, mp_context=_CONTEXT, initializer=_start_worker, initargs=(os.getpid(),)
+                    self.workers, mp_context=_CONTEXT, initializer=start_pool_process, initargs=(os.getpid(),)
                 )
             executor = self._executor
         try:
