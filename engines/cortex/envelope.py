@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -35,7 +36,7 @@ from engines.cortex.chunks import (
     Piece,
     split,
 )
-from engines.cortex.labels import is_absolute, lookup_labels, path_digest, path_digests, readable_labels, wire_meta
+from engines.cortex.labels import is_absolute, lookup_labels, path_digest, path_digests, readable_labels, wire_dict
 
 MAX_LABELS = 64
 PART_BYTES = 240
@@ -100,7 +101,7 @@ class _Shared:
     item_id: str
     kind: ItemKind
     meta: MemoryMeta
-    wire: MemoryMeta
+    wire: dict[str, Any]
     meta_json: str
     digests_json: str
     lookup: list[str]
@@ -110,13 +111,13 @@ class _Shared:
 
 def encode_item(item: Item, item_id: str, scope: str) -> list[Event]:
     """Every event of `item` in order; an event whose envelope would pass 768 KiB is `InvalidRequestError`."""
-    wire = wire_meta(item.meta)
+    wire = wire_dict(item.meta)
     shared = _Shared(
         item_id=item_id,
         kind=item.item_kind,
         meta=item.meta,
         wire=wire,
-        meta_json=_json(wire.wire_dict()),
+        meta_json=_json(wire),
         digests_json=_fields(_digests(item.meta)),
         lookup=lookup_labels(item_id, item.meta),
         scope=scope,
@@ -206,6 +207,7 @@ def _probe_chunk(paged: bool) -> dict[str, object]:
     return chunk
 
 
+@lru_cache(maxsize=2)
 def _chunk_width(paged: bool) -> int:
     """Bytes the widest `chunk` field adds to an envelope."""
     return len(_fields([("chunk", _probe_chunk(paged))]))
@@ -217,10 +219,12 @@ def piece_overhead(shared: _Shared, head: list[tuple[str, object]], paged: bool)
     return len(probe.encode("utf-8")) + SECTION_RESERVE
 
 
-def _envelope_json(shared: _Shared, version: int, text: str, extra: list[tuple[str, object]]) -> str:
-    """The envelope's compact JSON in its field order: `v`, `id`, `kind`, `text`, `meta`, digests, the rest."""
+def _envelope_json(shared: _Shared, version: int, text: str, extra: list[tuple[str, object]] | str) -> str:
+    """The envelope's compact JSON in its field order: `v`, `id`, `kind`, `text`, `meta`, digests, the rest
+    (`extra` as fields, or already serialised by `_fields`)."""
+    rest = extra if isinstance(extra, str) else _fields(extra)
     head = f'{{"v":{version},"id":{_json(shared.item_id)},"kind":"{shared.kind.value}","text":{_json(text)}'
-    return f'{head},"meta":{shared.meta_json}{shared.digests_json}{_fields(extra)}}}'
+    return f'{head},"meta":{shared.meta_json}{shared.digests_json}{rest}}}'
 
 
 def _fields(fields: list[tuple[str, object]]) -> str:
@@ -259,7 +263,8 @@ def _event(
     section: str | None,
     v2: str | None = None,
 ) -> Event:
-    v2 = v2 if v2 is not None else _envelope_json(shared, 2, text, extra)
+    rest = _fields(extra)
+    v2 = v2 if v2 is not None else _envelope_json(shared, 2, text, rest)
     size = len(v2.encode("utf-8"))
     if size > MAX_EVENT_TEXT_BYTES:
         raise InvalidRequestError(
@@ -267,7 +272,7 @@ def _event(
             f"so at most {MAX_EVENT_TEXT_BYTES} are sent"
         )
     readable = readable_labels(shared.kind, shared.wire, pages, section)
-    parts = _parts(_envelope_json(shared, 3, "", extra))
+    parts = _parts(_envelope_json(shared, 3, "", rest))
     if not text or len(shared.lookup) + len(readable) + len(parts) > MAX_LABELS:
         content_text, labels = v2, list(shared.lookup)
     else:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
+from typing import Any
 
-from engines.contract import ItemKind, MemoryMeta, MetaFilter, SourceRef, holds_phone_number, redacted_id
+from engines.contract import ItemKind, MemoryMeta, MetaFilter, holds_phone_number, redacted_id
 
 MAX_LABEL_BYTES = 256
 _THREAD_UUID = re.compile(r"thread-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -49,18 +50,30 @@ def written_id(value: str | None) -> str | None:
     return redacted_id(value)
 
 
+def wire_dict(meta: MemoryMeta) -> dict[str, Any]:
+    """The metadata sent, in the contract's wire form and field order: a file's name instead of its path, no folder,
+    no absolute workspace, phone ids redacted."""
+    out = meta.wire_dict()
+    out.pop("folder", None)
+    if "file_path" in out:
+        name = file_name(out["file_path"])
+        if name:
+            out["file_path"] = name
+        else:
+            del out["file_path"]
+    if "workspace" in out and is_absolute(out["workspace"]):
+        del out["workspace"]
+    if "thread_id" in out:
+        out["thread_id"] = written_id(out["thread_id"])
+    source = out["source"]
+    if "id" in source and holds_phone_number(source["id"]):
+        out["source"] = {**source, "id": written_id(source["id"])}
+    return out
+
+
 def wire_meta(meta: MemoryMeta) -> MemoryMeta:
-    """The metadata sent: a file's name instead of its path, no folder, no absolute workspace, phone ids redacted."""
-    update: dict[str, object] = {"folder": None}
-    if meta.file_path is not None:
-        update["file_path"] = file_name(meta.file_path) or None
-    if meta.workspace is not None and is_absolute(meta.workspace):
-        update["workspace"] = None
-    if meta.thread_id is not None:
-        update["thread_id"] = written_id(meta.thread_id)
-    if meta.source.id is not None and holds_phone_number(meta.source.id):
-        update["source"] = SourceRef(kind=meta.source.kind, id=written_id(meta.source.id))
-    return meta.model_copy(update=update)
+    """`wire_dict` as a `MemoryMeta`: what a reader of the envelope decodes."""
+    return MemoryMeta.model_validate(wire_dict(meta))
 
 
 def path_digests(path: str) -> list[str]:
@@ -92,16 +105,19 @@ def lookup_labels(item_id: str, meta: MemoryMeta) -> list[str]:
     return labels
 
 
-def readable_labels(kind: ItemKind, meta: MemoryMeta, pages: tuple[int, int] | None, section: str | None) -> list[str]:
-    """Labels a person reads in CortexDB's own tools; never filtered on. `meta` is the wire form."""
+def readable_labels(
+    kind: ItemKind, wire: dict[str, Any], pages: tuple[int, int] | None, section: str | None
+) -> list[str]:
+    """Labels a person reads in CortexDB's own tools; never filtered on. `wire` is the metadata's `wire_dict`."""
     labels = [f"kind:{kind.value}"]
-    if meta.agent_id is not None:
-        labels.append(f"agent:{meta.agent_id}")
+    agent, thread, file = wire.get("agent_id"), wire.get("thread_id"), wire.get("file_path")
+    if agent is not None:
+        labels.append(f"agent:{agent}")
     # Only a generated thread id: a channel's thread id can name a person.
-    if meta.thread_id is not None and _THREAD_UUID.fullmatch(meta.thread_id):
-        labels.append(f"thread:{meta.thread_id}")
-    if meta.file_path is not None:
-        labels.append(f"file:{meta.file_path}")
+    if thread is not None and _THREAD_UUID.fullmatch(thread):
+        labels.append(f"thread:{thread}")
+    if file is not None:
+        labels.append(f"file:{file}")
     if pages is not None:
         first, last = pages
         labels.append(f"page:{first}" if first == last else f"page:{first}-{last}")
