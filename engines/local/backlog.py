@@ -3,8 +3,13 @@
 Storing an item commits it, keyword-searchable, without waiting for the embedder; its passages
 are queued, and this thread claims them a batch at a time, embeds them, and saves the vectors.
 Every process on the file runs one: each wakes when it stores something and otherwise looks
-every few seconds, so a queue left by a process that stopped is embedded by another. The thread
-runs at a lower CPU priority, so on a busy machine the ingestion it follows goes first.
+every few seconds, so a queue left by a process that stopped is embedded by another.
+
+A backfill is not slowed by it: on two cores, embedding beside a backfill cost the backfill a
+third of its speed or more. So the backlog yields while any process on the file is storing
+(stores note when they last did), embedding in the pauses between stores and after a backfill;
+under stores that never pause it still embeds a batch every `MAX_YIELD_S`. Its thread also runs
+at a lower CPU priority.
 
 An embedder that fails (an endpoint down) is retried with growing pauses and never fails a
 store; meanwhile ranked reads fall back to keyword for what is not embedded, and `problem` says why.
@@ -37,6 +42,12 @@ CLAIM_MS = 120_000
 LOOK_S = 2.0
 """How often an idle backlog looks for passages another process queued."""
 
+QUIET_S = 0.25
+"""How long after the last store the backlog waits before it embeds: a backfill's stores come closer."""
+
+MAX_YIELD_S = 30.0
+"""The longest the backlog yields to stores before it embeds a batch anyway."""
+
 _PAUSES_S = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 _NICENESS = 10
 
@@ -59,6 +70,7 @@ class VectorBacklog:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._failures = 0
+        self._yielding_since: float | None = None
         self.problem: str | None = None
         """Why vectors are not being computed, while they are not; None when all is well."""
 
@@ -108,12 +120,29 @@ class VectorBacklog:
             # Anything else is a bug; it must not end the thread and leave the backlog stuck.
             logger.exception("vector backlog of %s failed", self._path)
             return self._failed(f"{type(err).__name__}: {err}")
+        if done is None:
+            return QUIET_S
         return 0.0 if done else LOOK_S
 
-    def _embed_batch(self, loop: asyncio.AbstractEventLoop) -> int:
+    def _yields(self, since_store_ms: int) -> bool:
+        """Whether to leave the machine to stores now (never for longer than MAX_YIELD_S in a row)."""
+        if since_store_ms >= QUIET_S * 1000:
+            self._yielding_since = None
+            return False
+        began = self._yielding_since = self._yielding_since or time.monotonic()
+        if time.monotonic() - began < MAX_YIELD_S:
+            return True
+        self._yielding_since = None
+        return False
+
+    def _embed_batch(self, loop: asyncio.AbstractEventLoop) -> int | None:
+        """How many passages were embedded; None when it yielded to stores."""
         now = _now_ms()
-        if not self._db.read_now(lambda conn: pending.claimable(conn, now)):
+        claimable, stored = self._db.read_now(lambda conn: (pending.claimable(conn, now), pending.last_stored(conn)))
+        if not claimable:
             return 0
+        if self._yields(now - stored):
+            return None
         spans = self._db.run_now(lambda conn: pending.claim(conn, self._owner, now, CLAIM_MS, self._batch))
         if not spans or self._stopping.is_set():
             return 0

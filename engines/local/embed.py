@@ -3,8 +3,9 @@
 `HashingEmbedder` is always available and deterministic. It hashes the character 3- and 4-grams
 of the lowercased text (punctuation folded to spaces) into a fixed number of buckets with a
 random sign (the hashing trick). Its cosine similarity therefore measures *lexical* overlap —
-shared word pieces, spelling variants, inflections — not meaning. For semantic search configure
-an OpenAI-compatible endpoint or the local sentence model.
+shared word pieces, spelling variants, inflections — not meaning. The default embedder is the
+packaged static model (`static.py`), which measures meaning; an OpenAI-compatible endpoint or the
+local sentence model (the `sentence` extra) are the other semantic ones.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ class HashingEmbedder:
 
 
 def embeds_quickly(embedder: Embedder) -> bool:
-    """Whether vectors cost only a little of this process's time (no model to run, no endpoint)."""
+    """Whether vectors cost only a little of this process's time (no model to run, no endpoint): such
+    an embedder's vectors are computed as items are stored, not by the backlog."""
     return isinstance(embedder, HashingEmbedder)
 
 

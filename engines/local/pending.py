@@ -18,6 +18,7 @@ from engines.local.embed import Vectors
 
 EMBEDDER_KEY = "embedder"
 DELETIONS_KEY = "deletions"
+STORED_KEY = "stored_at_ms"
 _CHUNK = 500  # values per IN (...) list, well under SQLite's bound on parameters
 
 PassageSpan = tuple[int, int, int, str]
@@ -76,6 +77,20 @@ def queue(conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
 
 def insert_vectors(conn: sqlite3.Connection, rows: Iterable[tuple[int, bytes]]) -> None:
     conn.executemany("INSERT OR IGNORE INTO passage_vectors (passage, vector) VALUES (?, ?)", rows)
+
+
+def mark_stored(conn: sqlite3.Connection, now_ms: int) -> None:
+    """Note when items were last stored (inside the write), so every process's backlog can yield to stores."""
+    conn.execute(
+        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (STORED_KEY, str(now_ms)),
+    )
+
+
+def last_stored(conn: sqlite3.Connection) -> int:
+    """When some process last stored items, in milliseconds since the epoch (0: never)."""
+    row = conn.execute("SELECT value FROM settings WHERE key = ?", (STORED_KEY,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def has_pending(conn: sqlite3.Connection) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 
 from engines.contract import ItemId
@@ -88,6 +89,8 @@ def insert_items(
         conn.executemany("INSERT INTO passage_text (rowid, text) VALUES (?, ?)", texts)
         pending.insert_vectors(conn, embedded)
         pending.queue(conn, queued)
+        if queued:
+            pending.mark_stored(conn, int(time.time() * 1000))
     refresh_statistics(conn, seq - 1)
     return inserted
 

@@ -194,3 +194,16 @@ async def test_closing_stops_the_backlog_thread(tmp_path: Path, gated: GatedEmbe
     engine.close()
     thread = engine._backlog._thread
     assert thread is not None and thread.name == BACKLOG and not thread.is_alive()
+
+
+def test_the_backlog_yields_to_stores_but_not_for_ever(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = LocalEngine(tmp_path / "m.sqlite3", embedder=HashingEmbedder())
+    backlog = engine._backlog
+    try:
+        assert backlog._yields(since_store_ms=0)  # a store just committed: leave the machine to it
+        assert backlog._yields(since_store_ms=100)
+        assert not backlog._yields(since_store_ms=10_000)  # stores paused: embed
+        monkeypatch.setattr("engines.local.backlog.MAX_YIELD_S", 0.0)
+        assert backlog._yields(since_store_ms=0) is False  # yielded long enough: one batch now
+    finally:
+        engine.close()
