@@ -1,6 +1,7 @@
 """Benchmark of what a backfill costs on CortexDB: requests per 100-item batch, by route, and items per second.
 
     .venv/bin/python bench/cortex_requests.py [--items 5000] [--latency-ms 5] [--anchor-items 200] [--in-flight 2]
+                                              [--wire both|direct|hosted]
 
 For each wire (Direct `/v1`, hosted `/memory`), 5,000 generated documents (a file's worth of text and metadata
 each, as a folder backfill stores them) go through `CortexEngine.store_many` in batches of 100, one call at a time,
@@ -204,12 +205,14 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=5_000)
     parser.add_argument("--latency-ms", type=float, default=5.0)
     parser.add_argument("--anchor-items", type=int, default=200)
+    parser.add_argument("--wire", choices=("both", "direct", "hosted"), default="both")
     parser.add_argument(
         "--in-flight", type=int, default=2, help="also measure this many batches at once (1: sequential only)"
     )
     args = parser.parse_args()
     met = True
-    for wire_name, wire in (("direct", CortexWire.DIRECT), ("hosted", CortexWire.TINYHUMANS)):
+    wires = (("direct", CortexWire.DIRECT), ("hosted", CortexWire.TINYHUMANS))
+    for wire_name, wire in (w for w in wires if args.wire in ("both", w[0])):
         with double_process(wire_name) as server:
             control = Control(server[0])
             for latency_ms in (0.0, args.latency_ms):
