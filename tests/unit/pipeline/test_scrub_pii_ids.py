@@ -393,7 +393,7 @@ _NOISE = st.text(alphabet=st.sampled_from("0123456789 -.:/()+ABxyz\n\t"), max_si
 
 
 @pytest.mark.parametrize("pii_class", EXTENDED_CLASSES, ids=lambda c: c.name)
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(data=st.data())
 def test_the_union_matches_wherever_a_class_hint_does(pii_class: PiiClass, data: st.DataObject) -> None:
     text = data.draw(_NOISE) + data.draw(st.from_regex(pii_class.hint)) + data.draw(_NOISE)
@@ -404,7 +404,7 @@ def test_the_union_matches_wherever_a_class_hint_does(pii_class: PiiClass, data:
 
 
 @pytest.mark.parametrize("pii_class", EXTENDED_CLASSES, ids=lambda c: c.name)
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(data=st.data())
 def test_every_match_of_an_extended_class_holds_its_hint(pii_class: PiiClass, data: st.DataObject) -> None:
     text = " " + data.draw(st.from_regex(pii_class.pattern, fullmatch=True)) + " "

@@ -53,7 +53,7 @@ TRICKY_TEXT = st.lists(st.sampled_from(_PIECES) | st.text(max_size=3), max_size=
 
 
 @pytest.mark.parametrize("policy", POLICIES, ids=POLICY_IDS)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(text=ANY_TEXT | TRICKY_TEXT)
 def test_never_raises_and_is_idempotent(policy: Policy, text: str) -> None:
     once = sanitize_text(text, policy)
@@ -64,7 +64,7 @@ def test_never_raises_and_is_idempotent(policy: Policy, text: str) -> None:
 
 
 @pytest.mark.parametrize("policy", POLICIES, ids=POLICY_IDS)
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(text=ANY_TEXT | TRICKY_TEXT)
 def test_redact_pii_is_idempotent(policy: Policy, text: str) -> None:
     once = redact_pii(text, policy)
@@ -209,7 +209,7 @@ EXTENDED_PLANTED: dict[str, st.SearchStrategy[tuple[str, str]]] = {
 
 
 @pytest.mark.parametrize("kind", EXTENDED_PLANTED)
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(data=st.data(), before=ANY_TEXT | TRICKY_TEXT, after=ANY_TEXT | TRICKY_TEXT)
 def test_a_planted_secret_never_survives_the_extended_rules(
     kind: str, data: st.DataObject, before: str, after: str

@@ -342,7 +342,7 @@ def test_the_gcp_service_account_file_loses_its_key_and_key_id() -> None:
 
 
 @pytest.mark.parametrize("fmt", [f for f in VENDOR_FORMATS if not f.scan], ids=lambda f: f.name)
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(data=st.data())
 def test_every_match_of_a_format_is_found_through_its_needles(fmt: VendorFormat, data: st.DataObject) -> None:
     token = data.draw(st.from_regex(fmt.pattern, fullmatch=True))
