@@ -33,8 +33,10 @@ byte-identical with the Rust implementation; its §11 vectors are its tests. The
   phones validated with `phonenumbers` in international and national formats, so `+44 20 7946 0958` is a
   phone and a bare 10-digit id, `555-123-4567` or `1000-2000` is not (and `(415) 555-2671` loses its
   parenthesis); US ITIN, UK NHS, Canadian SIN, Australian TFN and the EU's personal ids checked with
-  `python-stdnum`, the bare ones only beside their name (`_national`).
+  `python-stdnum`, the bare ones only beside their name (`_national`); CUITs checked with stdnum (which
+  accepts AFIP's check digit 9); a card's match ends on a digit, so the space after it stays.
 - `Policy.corroborated()` also asks a keyword of bare Aadhaar and undashed RRN runs.
+- Detection (`has_likely_secret`, `has_likely_pii`) takes a policy and follows its rule set.
 
 Emails are detected and never redacted under either rule set unless the policy says
 `redact_emails=True`; then they become `[REDACTED_PII_EMAIL]`, counted as PII.
