@@ -39,6 +39,7 @@ from engines.local import LocalEngine
 from pipeline.legacy_import import LegacyWorkspace, migrate, prepared_items
 from tests.fixtures.legacy_workspace import generated_workspace
 from worker.jobs.legacy import LegacyImportRequest, LegacyImports, import_legacy
+from worker.tuning import collect_less
 
 TARGET_RATIO = 0.8
 TABLES = {
@@ -129,14 +130,16 @@ async def run(rows: int, repeat: int, work: Path) -> bool:
     started = time.perf_counter()
     ws = generated_workspace(work / "v1", rows)
     rows_written = count_rows(ws.root)
+    floors, migrates, commands = [], [], []
     with LegacyWorkspace.open(ws.root) as workspace:
-        items = list(prepared_items(workspace))
-        print(
-            f"workspace: {rows_written:,} rows, {len(items):,} items, written in {time.perf_counter() - started:.1f} s"
-        )
-        floors, migrates, commands = [], [], []
+        total = sum(1 for _ in workspace.items())
+        print(f"workspace: {rows_written:,} rows, {total:,} items, written in {time.perf_counter() - started:.1f} s")
         for n in range(repeat):
+            # The floor's items are made outside its clock, and let go before the import runs: held, they
+            # would make every collection of the import's own garbage walk them too.
+            items = list(prepared_items(workspace))
             floors.append(await floor(items, work / f"floor-{n}.sqlite3"))
+            del items
             engine = LocalEngine(work / f"migrate-{n}.sqlite3")
             try:
                 migrates.append(await migrated(workspace, engine))
@@ -149,11 +152,11 @@ async def run(rows: int, repeat: int, work: Path) -> bool:
         min(steps, key=lambda s: s.wall) for steps in (floors, migrates, commands)
     )
     for name, step in (("floor", best_floor), ("migrate", best_migrate), ("command", best_command), ("replay", replay)):
-        print(row(name, step, rows_written, len(items), None if name == "floor" else best_floor))
-    exact = all(s.stored == len(items) and s.replayed == 0 for s in (*migrates, *commands)) and (
+        print(row(name, step, rows_written, total, None if name == "floor" else best_floor))
+    exact = all(s.stored == total and s.replayed == 0 for s in (*floors, *migrates, *commands)) and (
         replay.stored,
         replay.replayed,
-    ) == (0, len(items))
+    ) == (0, total)
     ratio = best_floor.wall / best_migrate.wall
     print(f"checks: every import stored each item once and the re-run replayed them all: {'ok' if exact else 'FAILED'}")
     verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
@@ -171,8 +174,9 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    collect_less()  # as every pipeline process does (the command line, the runtimes, the workers)
     print(load_line("at start"), flush=True)
-    work = Path(tempfile.mkdtemp(prefix="tm-bench-legacy-"))
+    work = Path(tempfile.mkdtemp(prefix="tinymemory-legacy-import-bench-"))
     try:
         met = asyncio.run(run(args.rows, args.repeat, work))
     finally:

@@ -128,8 +128,9 @@ def test_killed_mid_import_then_resumed_holds_exactly_the_items_of_an_uninterrup
 
     resumed = finished(tinymemory("import-legacy", str(ws.root), "--json", data_dir=data))
     assert resumed["status"] == "completed" and resumed["runs"] == 2
-    # Resuming re-sends at most the batch the kill interrupted: nothing more than that is replayed.
-    assert resumed["stored"] == whole["stored"] and resumed["replayed"] <= 100
+    # Resuming re-sends at most the batch the kill interrupted, which the engine may have stored before the
+    # record said so: then those items come back as replays. Nothing else is sent twice.
+    assert 0 <= whole["stored"] - resumed["stored"] <= resumed["replayed"] <= 100
     assert resumed["checkpoint"] == whole["checkpoint"]
     assert held(data) == expected
 

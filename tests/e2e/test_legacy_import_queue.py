@@ -1,10 +1,10 @@
-"""`tinymemory import-legacy PATH --queue`: the import on a real Celery worker (real Redis), in time slices
-that each resume from the record's checkpoint, ending with exactly the items of an import run here."""
+"""`tinymemory import-legacy PATH --queue`: the import on a real Celery worker (real Redis) into CortexDB (its
+double), in time slices that each resume from the record's checkpoint, ending with exactly the workspace's
+items."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,13 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from engines.local import LocalEngine
-from tests.e2e.test_legacy_import import held
+from engines.contract import ListRequest, MetaFilter
+from engines.cortex import CortexEngine, CortexWire, Timing
+from engines.cortex.testing import CortexDouble, DoubleConfig, serve
+from engines.settings import EngineCredential
+from pipeline.legacy_import import LegacyWorkspace, prepared_items
 from tests.fixtures.legacy_workspace import generated_workspace
 from tests.integration.cluster import Cluster, cluster_fixture
 from worker.cluster.app import create_app
 from worker.cluster.legacy_tasks import queue_legacy_import
-from worker.jobs.legacy import LegacyImportRequest, LegacyImports, import_legacy
+from worker.jobs.legacy import LegacyImportRequest, LegacyImports
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -37,11 +40,7 @@ app.worker_main(["worker", "-Q", "tm.backfill", "-c", "1", "-n", "legacy-test@%h
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    # Slices of half a second (half the soft limit): a few thousand rows take several.
-    limits = {"TINYMEMORY_TASK_SOFT_LIMIT_S": "1", "TINYMEMORY_TASK_HARD_LIMIT_S": "30"}
-    for cluster in cluster_fixture(tmp_path):
-        cluster.extra_env.update(limits)
-        yield cluster
+    yield from cluster_fixture(tmp_path)
 
 
 def start_worker(cluster: Cluster) -> None:
@@ -52,33 +51,55 @@ def start_worker(cluster: Cluster) -> None:
     cluster.workers.append(process)
 
 
-def test_a_queued_import_runs_in_slices_to_the_items_of_an_import_run_here(cluster: Cluster, tmp_path: Path) -> None:
-    ws = generated_workspace(tmp_path / "v1", 1_600)
-    here = tmp_path / "here"
-    engine = LocalEngine(here / "memory.sqlite3")
+async def listed(url: str) -> set[str]:
+    engine = CortexEngine(CortexWire.DIRECT, url, EngineCredential.of("k"), timing=Timing.fast())
+    ids: set[str] = set()
+    cursor = None
     try:
-        direct = asyncio.run(
-            import_legacy(LegacyImportRequest(path=str(ws.root)), engine, "local", LegacyImports(here))
-        )
+        while True:
+            page = await engine.list(ListRequest(limit=100, cursor=cursor, filter=MetaFilter()))
+            ids.update(hit.id for hit in page.items)
+            if page.next_cursor is None:
+                return ids
+            cursor = page.next_cursor
     finally:
-        engine.close()
+        await engine.aclose()
 
-    start_worker(cluster)
-    record = queue_legacy_import(
-        create_app(cluster.settings()), cluster.settings(), LegacyImportRequest(path=str(ws.root))
-    )
-    assert record.status == "queued" and record.engine == "local"
-    records = LegacyImports(cluster.data_dir)
-    cluster.wait(lambda: records.require(record.id).status == "completed", 90, "the queued import completed")
 
-    done = records.require(record.id)
-    assert done.runs >= 2, "the import was not sliced"
-    assert (done.stored, done.checkpoint) == (direct.stored, direct.checkpoint)
-    assert held(cluster.data_dir) == held(here)
-    # Asked for again once complete, it starts over, and every item is a replay.
-    again = queue_legacy_import(
-        create_app(cluster.settings()), cluster.settings(), LegacyImportRequest(path=str(ws.root))
-    )
-    assert again.status == "queued" and again.stored == 0
-    cluster.wait(lambda: records.require(record.id).status == "completed", 90, "the second import completed")
-    assert json.loads(records.require(record.id).model_dump_json())["replayed"] == direct.stored
+def test_a_queued_import_runs_in_slices_into_cortexdb(cluster: Cluster, tmp_path: Path) -> None:
+    ws = generated_workspace(tmp_path / "v1", 1_100)
+    with LegacyWorkspace.open(ws.root) as opened:
+        expected = {item.fingerprint() for item in prepared_items(opened)}
+    double = CortexDouble(DoubleConfig(rate_limit_per_minute=None))
+    # Every write waits: each batch takes a while however fast the machine, so the import needs several slices
+    # of half a second (half the soft limit).
+    double.faults.delay(0.15, match="v1/experience*")
+    with serve(double) as url:
+        cluster.extra_env.update(
+            {
+                "TINYMEMORY_ENGINE": "cortexdb",
+                "TINYMEMORY_ENGINES__CORTEXDB__ENDPOINT": url,
+                "TINYMEMORY_ENGINE_KEY": "k",
+                "TINYMEMORY_TASK_SOFT_LIMIT_S": "1",
+                "TINYMEMORY_TASK_HARD_LIMIT_S": "30",
+            }
+        )
+        start_worker(cluster)
+        settings = cluster.settings().model_copy(update={"engine": "cortexdb"})
+        record = queue_legacy_import(create_app(settings), settings, LegacyImportRequest(path=str(ws.root)))
+        assert record.status == "queued" and record.engine == "cortexdb"
+        records = LegacyImports(cluster.data_dir)
+        cluster.wait(lambda: records.require(record.id).status == "completed", 120, "the queued import completed")
+        done = records.require(record.id)
+        assert done.runs >= 2, "the import was not sliced"
+        # A slice the time limit stopped between the engine's acknowledgement and the record re-sends that batch
+        # in the next one, as replays: at most one batch a slice.
+        assert 0 <= len(expected) - done.stored <= done.replayed <= 100 * (done.runs - 1)
+        assert asyncio.run(listed(url)) == expected
+
+        double.faults.clear()
+        again = queue_legacy_import(create_app(settings), settings, LegacyImportRequest(path=str(ws.root)))
+        assert again.status == "queued" and again.stored == 0  # a finished import queued again starts over
+        cluster.wait(lambda: records.require(record.id).status == "completed", 120, "the second import completed")
+        second = records.require(record.id)
+        assert second.stored == 0 and second.replayed >= len(expected)

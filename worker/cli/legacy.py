@@ -81,7 +81,9 @@ async def run_import(settings: Settings, request: LegacyImportRequest, as_json: 
     from pipeline.legacy_import import MigrationFailed
     from worker.jobs.legacy import LegacyImports, LegacyImportSettings, import_legacy
     from worker.services import close_engine, open_engine
+    from worker.tuning import collect_less
 
+    collect_less()
     engine_id = request.engine or settings.engine
     started = time.perf_counter()
     progress = BarProgress(quiet=as_json)

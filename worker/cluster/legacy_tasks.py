@@ -4,7 +4,8 @@ A large workspace outlasts a task's time limit, so each task imports for at most
 then queues the next slice, which resumes from the checkpoint in the import's record. A worker that dies
 mid-slice gives the message back (late acks), and the slice that runs it again resumes the same way. A
 second message for an import already running (its record's lock is held) is dropped: that run goes on.
-The workers read the workspace at the path given, so it must be mounted where they run.
+A slice the soft limit stops anyway is continued the same way, unless `MAX_STALLS` slices in a row ended
+so before their first batch, which then fails the import (the limit is too low for it). The workers read the workspace at the path given, so it must be mounted where they run.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ logger = logging.getLogger(__name__)
 LEGACY_TASK = "tm.import_legacy"
 SLICE_OF_SOFT_LIMIT = 0.5
 """The share of the task's soft time limit one slice imports for before it hands over to the next."""
+MAX_STALLS = 3
+"""Slices in a row stopped by the soft time limit before their first batch, after which the import fails."""
 LEGACY_MAX_RETRIES = 12
 _RETRY_BASE_S = 1.0
 _RETRY_CAP_S = 60.0
@@ -77,29 +80,70 @@ def queue_legacy_import(app: Celery, settings: Settings, request: LegacyImportRe
 def run_slice(task: Task[Any, None], request: LegacyImportRequest) -> None:
     """One slice of an import: import until the slice's time is up, then queue the rest."""
     settings: Settings = task.app.conf.tinymemory_settings
+    request = request.model_copy(update={"engine": request.engine or settings.engine})
     records = LegacyImports(settings.data_dir)
+    before = _held(records, request)
+    started = time.monotonic()
     try:
         record = asyncio.run(_import(settings, request, records))
     except ConflictError as err:
         logger.info("legacy import slice dropped: %s", err.message)
         return
-    except SoftTimeLimitExceeded:
-        logger.warning("legacy import slice ran into the soft time limit; the next slice resumes it")
-        _send(task.app, request.model_copy(update={"restart": False}))
-        return
-    except UnavailableError as err:
-        if task.request.retries >= LEGACY_MAX_RETRIES:
-            logger.error("legacy import given up after %d retries: %s", task.request.retries, err)
+    except Exception as err:
+        # Celery raises the soft time limit wherever the slice is, and code on the way may wrap it (a
+        # serializer, an engine's own error mapping): past the limit, a failure is the limit's.
+        if isinstance(err, SoftTimeLimitExceeded) or time.monotonic() - started >= settings.task_soft_limit_s:
+            _continue_after_limit(task.app, records, request, before, settings.task_soft_limit_s)
             return
-        delay = min(_RETRY_CAP_S, _RETRY_BASE_S * 2**task.request.retries)
-        raise task.retry(exc=err, countdown=delay, max_retries=LEGACY_MAX_RETRIES) from err
-    except Error as err:
-        logger.error("legacy import failed (resumable once fixed): %s", err)
-        return
+        if isinstance(err, UnavailableError):
+            _retry(task, err)
+        if isinstance(err, Error):
+            logger.error("legacy import failed (resumable once fixed): %s", err)
+            return
+        raise
     if record.status == "paused":
-        records.put(record.model_copy(update={"status": "queued"}))
-        _send(task.app, request.model_copy(update={"restart": False}))
+        _continue(task.app, records, request)
     logger.info("legacy import %s %s: %d stored, %d replayed", record.id, record.status, record.stored, record.replayed)
+
+
+def _retry(task: Task[Any, None], err: UnavailableError) -> None:
+    if task.request.retries >= LEGACY_MAX_RETRIES:
+        logger.error("legacy import given up after %d retries (resumable): %s", task.request.retries, err)
+        return
+    delay = min(_RETRY_CAP_S, _RETRY_BASE_S * 2**task.request.retries)
+    raise task.retry(exc=err, countdown=delay, max_retries=LEGACY_MAX_RETRIES) from err
+
+
+def _continue_after_limit(
+    app: Celery, records: LegacyImports, request: LegacyImportRequest, before: LegacyImportRecord | None, limit_s: float
+) -> None:
+    """Go on in the next slice; after `MAX_STALLS` slices in a row that did not move the checkpoint, the
+    import fails instead, saying which limit to raise (such a slice never will)."""
+    after = _held(records, request)
+    if after is None:
+        return
+    moved = before is None or after.checkpoint != before.checkpoint
+    stalls = 0 if moved else after.stalls + 1
+    if stalls >= MAX_STALLS:
+        message = f"{stalls} slices in a row made no progress within the task's soft time limit ({limit_s:g} s)"
+        logger.error("legacy import stopped: %s; raise TINYMEMORY_TASK_SOFT_LIMIT_S and queue it again", message)
+        records.put(after.model_copy(update={"status": "failed", "error": message, "stalls": 0}))
+        return
+    logger.warning("legacy import slice stopped by the soft time limit; the next slice resumes it")
+    records.put(after.model_copy(update={"stalls": stalls}))
+    _continue(app, records, request)
+
+
+def _continue(app: Celery, records: LegacyImports, request: LegacyImportRequest) -> None:
+    """Queue the next slice, from the record's checkpoint."""
+    held = _held(records, request)
+    if held is not None:
+        records.put(held.model_copy(update={"status": "queued"}))
+    _send(app, request.model_copy(update={"restart": False}))
+
+
+def _held(records: LegacyImports, request: LegacyImportRequest) -> LegacyImportRecord | None:
+    return records.get(import_id(canonical_workspace(request.path), request.engine or "", request.node()))
 
 
 async def _import(settings: Settings, request: LegacyImportRequest, records: LegacyImports) -> LegacyImportRecord:

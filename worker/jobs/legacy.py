@@ -89,6 +89,7 @@ class LegacyImportRecord(BaseModel):
     skipped: dict[str, int] = Field(default_factory=dict)
     error: str | None = None
     runs: int = 0
+    stalls: int = 0
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     finished_at: datetime | None = None
