@@ -23,7 +23,7 @@ from worker.cluster.app import create_app
 from worker.cluster.legacy_tasks import queue_legacy_import
 from worker.jobs.legacy import LegacyImportRequest, LegacyImports
 
-pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.slow]
 
 # A worker of this build, with the import task registered when the app does not register it yet.
 WORKER = """
