@@ -18,7 +18,7 @@ from starlette.routing import Route
 from api import errors
 from api.mcp import McpEndpoint
 from api.metrics import count_requests
-from api.routes import admin, agents, erasures, memory, ops
+from api.routes import admin, agents, erasures, legacy, memory, ops
 from worker.control import Services, TokenStore, served
 from worker.settings import Settings
 
@@ -60,7 +60,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.state.tokens = tokens
     errors.install(app)
     count_requests(app)
-    for router in (memory.router, agents.router, ops.router, admin.router, erasures.router):
+    for router in (memory.router, agents.router, ops.router, admin.router, erasures.router, legacy.router):
         app.include_router(router)
     # An ASGI endpoint of its own (the MCP transport), not an OpenAPI operation.
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))

@@ -17,7 +17,9 @@ import typer
 
 from worker.cli.cluster import register_cluster_commands
 from worker.cli.common import ConfigOption, JsonOption, load_settings
+from worker.cli.dev import add_dev_commands
 from worker.cli.erase import register_erase_commands
+from worker.cli.legacy import add_legacy_commands
 from worker.cli.mcp import register_mcp_command
 from worker.cli.memory import register_memory_commands
 from worker.cli.sources import register_source_commands
@@ -88,3 +90,5 @@ register_cluster_commands(app)
 register_token_commands(app)
 register_erase_commands(app)
 register_mcp_command(app)
+add_dev_commands(app)
+add_legacy_commands(app)

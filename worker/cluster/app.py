@@ -78,9 +78,10 @@ def create_app(settings: Settings) -> Celery:
     app = Celery("tinymemory")
     app.conf.update(celery_config(settings))
     app.conf.tinymemory_settings = settings
-    from worker.cluster import tasks  # registers the tasks on this app (imported late: it loads the pipeline)
+    from worker.cluster import legacy_tasks, tasks  # registers the tasks on this app (late: they load the pipeline)
 
     tasks.register(app)
+    legacy_tasks.register_legacy_tasks(app)
     worker_process_init.connect(allow_converter_processes, weak=False)
     worker_process_init.connect(lambda **_: collect_less(), weak=False)
     return app

@@ -5,7 +5,8 @@ then queues the next slice, which resumes from the checkpoint in the import's re
 mid-slice gives the message back (late acks), and the slice that runs it again resumes the same way. A
 second message for an import already running (its record's lock is held) is dropped: that run goes on.
 A slice the soft limit stops anyway is continued the same way, unless `MAX_STALLS` slices in a row ended
-so before their first batch, which then fails the import (the limit is too low for it). The workers read the workspace at the path given, so it must be mounted where they run.
+so before their first batch, which then fails the import (the limit is too low for it). The workers read
+the workspace at the path given, so it must be mounted where they run.
 """
 
 from __future__ import annotations

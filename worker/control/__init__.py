@@ -11,12 +11,14 @@ source id, a target its kind cannot read) is a contract error whose message says
     erasures  request_erasure, erasure_status (an `ErasureRunner` runs them: here, or the erase workers),
               refuse_erased_store
     tokens    add_token, list_tokens, revoke_token, authenticate, check_listen
+    legacy    start_legacy_import, legacy_import_status, legacy_imports (v1 TinyCortex workspaces)
 
 `Services` (`control.services`) opens what they run against from the settings.
 """
 
 from sources import SourceEntry, SourceRequest
 from worker.control.erasures import CLI_CALLER, erasure_status, refuse_erased_store, request_erasure
+from worker.control.legacy import legacy_import_status, legacy_imports, start_legacy_import
 from worker.control.letters import dead_letters, letter_id, purge_dead_letters, replay_dead_letter, replay_dead_letters
 from worker.control.results import (
     ClusterProbe,
@@ -52,6 +54,7 @@ from worker.control.tokens import (
     revoke_token,
 )
 from worker.erasures import ErasureReceipt, ErasureTarget
+from worker.jobs.legacy import LegacyImportRecord, LegacyImportRequest
 from worker.records import DeadLetter, SyncOutcome
 from worker.tokens import TokenStore
 
@@ -63,6 +66,8 @@ __all__ = [
     "ErasureReceipt",
     "ErasureRunner",
     "ErasureTarget",
+    "LegacyImportRecord",
+    "LegacyImportRequest",
     "NewToken",
     "Replay",
     "Services",
@@ -85,6 +90,8 @@ __all__ = [
     "ensure_local_source",
     "erasure_status",
     "get_source",
+    "legacy_import_status",
+    "legacy_imports",
     "letter_id",
     "list_sources",
     "list_tokens",
@@ -99,6 +106,7 @@ __all__ = [
     "share",
     "show_source",
     "source_kinds",
+    "start_legacy_import",
     "status",
     "sync_now",
 ]

@@ -17,7 +17,7 @@ from engines.settings import ChatSettings, EmbedderSettings, EngineCredential, E
 
 def test_list_engines_describes_every_engine_in_order() -> None:
     descriptors = list_engines()
-    assert [d.id for d in descriptors] == ["local", "reference"]
+    assert [d.id for d in descriptors] == ["local", "reference", "cortexdb", "tinyhumans"]
     local = descriptors[0]
     assert (local.hosted, local.needs_endpoint, local.needs_key) == (False, False, False)
     assert [m.value for m in local.fetch_modes] == ["keyword", "vector", "hybrid"]
@@ -26,7 +26,8 @@ def test_list_engines_describes_every_engine_in_order() -> None:
 def test_unknown_engine_is_a_configuration_error_naming_the_offer() -> None:
     with pytest.raises(ConfigError) as caught:
         build_engine("mem0", EngineSettings(), EngineCredential.none())
-    assert str(caught.value) == 'configuration error: unknown memory engine "mem0"; this build offers local, reference'
+    offer = "local, reference, cortexdb, tinyhumans"
+    assert str(caught.value) == f'configuration error: unknown memory engine "mem0"; this build offers {offer}'
 
 
 def test_a_duplicate_registration_is_refused() -> None:
@@ -34,7 +35,7 @@ def test_a_duplicate_registration_is_refused() -> None:
     registry.register(EngineEntry("x", "engines.local.factory"))
     with pytest.raises(ConfigError, match='"x" is registered twice'):
         registry.register(EngineEntry("x", "engines.reference.factory"))
-    assert REGISTRY.ids() == ["local", "reference"]
+    assert REGISTRY.ids() == ["local", "reference", "cortexdb", "tinyhumans"]
 
 
 def test_choosing_reference_does_not_import_the_local_engine() -> None:
