@@ -5,12 +5,13 @@
 
 Collections (read from ../shared/corpus, never shipped or committed):
 - NFCorpus (BEIR test split): 3,633 PubMed abstracts, 323 queries, graded judgments. Its queries are
-  split in two halves by a hash of their id: the fusion weights were chosen on the development half
-  ("dev, tuned"), and the held-out half is the figure to quote.
+  split in two halves by a hash of their id.
 - tldr known-item search, built here from tldr-pages: each query is a page's one-line description
   ("Package manager for Debian-based distributions."), the document is the page without its name
-  and description (its examples only), and the one relevant document is that page. Nothing was
-  tuned on it.
+  and description (its examples only), and the one relevant document is that page. 2 x 500 pages
+  (a seeded sample of those whose description is unique), in two disjoint halves.
+Each collection's "dev, tuned" half is what the fusion weights were chosen on (`--tune` prints the
+grid, scored on both dev halves together); the "held-out" halves are the figures to quote.
 
 The anchor, in the same run on the same texts: rank_bm25's BM25Okapi with Porter stemming
 (PyStemmer) and the same stop words. Figures are scored with the collection's own `evaluate.py`
@@ -44,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from engines.contract import Document, FetchMode, FetchRequest  # noqa: E402
 from engines.local import Embedder, HashingEmbedder, LocalEngine  # noqa: E402
-from engines.local.fusion import HYBRID, Fusion, fuse  # noqa: E402
+from engines.local.fusion import Fusion, fuse, fusion_for  # noqa: E402
 from engines.local.search import Ranked  # noqa: E402
 from engines.local.static import StaticEmbedder  # noqa: E402
 from engines.local.words import STOP_WORDS  # noqa: E402
@@ -122,10 +123,11 @@ def tldr(folder: Path, count: int) -> Collection:
         for text, ids in described.items()
         if len(ids) == 1 and len(text.split()) >= 3 and "alias of" not in text and "More information" not in text
     ]
-    chosen = random.Random(14).sample(usable, min(count, len(usable)))
+    chosen = random.Random(14).sample(usable, min(2 * count, len(usable)))
     queries = {f"T{n}": text for n, (text, _) in enumerate(chosen)}
     qrels = {f"T{n}": {doc_id: 1} for n, (_, doc_id) in enumerate(chosen)}
-    return Collection("tldr known-item", docs, queries, qrels, {"held-out": list(queries)})
+    ids = list(queries)
+    return Collection("tldr known-item", docs, queries, qrels, {"dev, tuned": ids[count:], "held-out": ids[:count]})
 
 
 def score(evaluate: ModuleType, run: Run, qrels: Qrels, ids: list[str]) -> tuple[float, float]:
@@ -201,35 +203,40 @@ def fused_run(measured: Measured, weights: Fusion) -> Run:
     return run
 
 
-def tune(evaluate: ModuleType, collection: Collection, measured: Measured, configured: Fusion) -> None:
-    dev = collection.splits.get("dev, tuned")
-    if dev is None:
-        return
+def tune(evaluate: ModuleType, measured: list[tuple[Collection, Measured]], configured: Fusion) -> None:
+    """The fusion weights that do best on the dev queries of every collection together (their mean nDCG@10)."""
     grid = []
     for k in GRID_K:
         for weight in GRID_VECTOR:
             weights = Fusion(keyword=1.0, vector=weight, k=k)
-            grid.append((score(evaluate, fused_run(measured, weights), collection.qrels, dev)[0], weights))
+            figures = [dev_ndcg(evaluate, c, fused_run(m, weights)) for c, m in measured]
+            grid.append((statistics.fmean(figures), figures, weights))
     grid.sort(key=lambda entry: -entry[0])
-    check = score(evaluate, fused_run(measured, configured), collection.qrels, dev)[0]
-    engine = score(evaluate, measured.runs["hybrid"], collection.qrels, dev)[0]
-    print(
-        f"    tuning on the dev half: configured {configured} -> nDCG@10 {check:.4f} (the engine's own: {engine:.4f})"
-    )
-    for ndcg, weights in grid[:5]:
-        print(f"      vector weight {weights.vector:<4} k {weights.k:<3} nDCG@10 {ndcg:.4f}")
+    names = " / ".join(c.name for c, _ in measured)
+    configured_figures = [dev_ndcg(evaluate, c, fused_run(m, configured)) for c, m in measured]
+    engine = [dev_ndcg(evaluate, c, m.runs["hybrid"]) for c, m in measured]
+    print(f"  tuning on the dev queries of {names}: mean nDCG@10 (each)")
+    print(f"    configured {configured}: {_figures(configured_figures)}; the engine's own: {_figures(engine)}")
+    for _, figures, weights in grid[:6]:
+        print(f"    vector weight {weights.vector:<4} k {weights.k:<3} {_figures(figures)}")
+
+
+def dev_ndcg(evaluate: ModuleType, collection: Collection, run: Run) -> float:
+    return score(evaluate, run, collection.qrels, collection.splits["dev, tuned"])[0]
+
+
+def _figures(figures: list[float]) -> str:
+    return f"{statistics.fmean(figures):.4f} ({' / '.join(f'{f:.4f}' for f in figures)})"
 
 
 def p(values: list[float], quantile: int) -> float:
     return statistics.quantiles(values, n=100)[quantile - 1] if len(values) > 1 else values[0]
 
 
-def report(
-    evaluate: ModuleType, collection: Collection, label: str, measured: Measured, anchor: Run, like: Run
-) -> None:
+def report(evaluate: ModuleType, collection: Collection, measured: Measured, anchor: Run, like: Run) -> None:
     docs = len(collection.docs)
     print(
-        f"  {label}: stored (keyword-searchable) in {measured.store_s:.1f} s ({docs / measured.store_s:,.0f} docs/s), "
+        f"    stored (keyword-searchable) in {measured.store_s:.1f} s ({docs / measured.store_s:,.0f} docs/s), "
         f"all vectors after {measured.embedded_s:.1f} s ({docs / measured.embedded_s:,.0f} docs/s)"
     )
     for split, ids in collection.splits.items():
@@ -333,22 +340,28 @@ async def main() -> None:
     if args.tldr.is_dir():
         collections.append(tldr(args.tldr, args.tldr_queries))
     chosen = embedders(args.embedders.split(","))
+    anchors = {}
     for collection in collections:
-        print(f"\n{collection.name}: {len(collection.docs):,} documents, {len(collection.queries)} queries")
         started = time.perf_counter()
-        anchor, like = anchor_run(collection), anchor_run(collection, k1=1.2)
-        print(f"  anchor rank_bm25 + Porter + stop words, twice: {time.perf_counter() - started:.1f} s")
-        for label, make in chosen:
-            embedder = make()
+        anchors[collection.name] = anchor_run(collection), anchor_run(collection, k1=1.2)
+        print(
+            f"{collection.name}: anchor rank_bm25 + Porter + stop words, twice: {time.perf_counter() - started:.1f} s"
+        )
+    for label, make in chosen:
+        embedder = make()
+        print(f"\n{label} ({embedder.identity})")
+        measured = []
+        for collection in collections:
+            print(f"  {collection.name}: {len(collection.docs):,} documents, {len(collection.queries)} queries")
             with tempfile.TemporaryDirectory(prefix="tm-quality-") as folder:
                 engine = LocalEngine(Path(folder) / "quality.sqlite3", embedder=embedder)
                 try:
-                    measured = await measure(engine, collection)
+                    measured.append((collection, await measure(engine, collection)))
                 finally:
                     engine.close()
-            report(evaluate, collection, label, measured, anchor, like)
-            if args.tune:
-                tune(evaluate, collection, measured, HYBRID)
+            report(evaluate, collection, measured[-1][1], *anchors[collection.name])
+        if args.tune:
+            tune(evaluate, measured, fusion_for(embedder))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from engines.local import pending, reads, writes
 from engines.local.backlog import VectorBacklog
 from engines.local.database import Database
 from engines.local.embed import Embedder, Vectors, embeds_quickly
-from engines.local.fusion import HYBRID
+from engines.local.fusion import fusion_for
 from engines.local.openai import ChatSynthesizer
 from engines.local.ranking import Rankers, Ranking, RankRequest, rank
 from engines.local.recall import extractive_answer
@@ -128,7 +128,7 @@ class LocalEngine(MemoryEngine):
             vectors=VectorIndex(self._embedder.identity, self._embedder.dimensions),
             counts=TermCounts(),
             min_similarity=min_similarity,
-            fusion=HYBRID,
+            fusion=fusion_for(self._embedder),
         )
         self._backlog = VectorBacklog(self._db, self._embedder, str(self._db.path))
         self._opened = threading.Event()
