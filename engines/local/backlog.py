@@ -6,8 +6,8 @@ Every process on the file runs one: each wakes when it stores something and othe
 every few seconds, so a queue left by a process that stopped is embedded by another.
 
 A backfill is not slowed by it: on two cores, embedding beside a backfill cost the backfill a
-third of its speed or more. So the backlog yields while any process on the file is storing
-(stores note when they last did), embedding in the pauses between stores and after a backfill;
+third of its speed or more. So the backlog yields while any process on the file is storing or
+removing items (writes note when they last did), embedding in the pauses between them and after a backfill;
 under stores that never pause it still embeds a batch every `MAX_YIELD_S`. Its thread also runs
 at a lower CPU priority.
 
@@ -43,10 +43,10 @@ LOOK_S = 2.0
 """How often an idle backlog looks for passages another process queued."""
 
 QUIET_S = 0.25
-"""How long after the last store the backlog waits before it embeds: a backfill's stores come closer."""
+"""How long after the last store or removal the backlog waits before it embeds: a backfill's come closer."""
 
 MAX_YIELD_S = 30.0
-"""The longest the backlog yields to stores before it embeds a batch anyway."""
+"""The longest the backlog yields to writes before it embeds a batch anyway."""
 
 _PAUSES_S = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 _NICENESS = 10
@@ -124,9 +124,9 @@ class VectorBacklog:
             return QUIET_S
         return 0.0 if done else LOOK_S
 
-    def _yields(self, since_store_ms: int) -> bool:
+    def _yields(self, since_write_ms: int) -> bool:
         """Whether to leave the machine to stores now (never for longer than MAX_YIELD_S in a row)."""
-        if since_store_ms >= QUIET_S * 1000:
+        if since_write_ms >= QUIET_S * 1000:
             self._yielding_since = None
             return False
         began = self._yielding_since = self._yielding_since or time.monotonic()
@@ -138,10 +138,10 @@ class VectorBacklog:
     def _embed_batch(self, loop: asyncio.AbstractEventLoop) -> int | None:
         """How many passages were embedded; None when it yielded to stores."""
         now = _now_ms()
-        claimable, stored = self._db.read_now(lambda conn: (pending.claimable(conn, now), pending.last_stored(conn)))
+        claimable, written = self._db.read_now(lambda conn: (pending.claimable(conn, now), pending.last_written(conn)))
         if not claimable:
             return 0
-        if self._yields(now - stored):
+        if self._yields(now - written):
             return None
         spans = self._db.run_now(lambda conn: pending.claim(conn, self._owner, now, CLAIM_MS, self._batch))
         if not spans or self._stopping.is_set():

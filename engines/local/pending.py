@@ -11,6 +11,7 @@ whichever process looks next.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable
 
 from engines.local.database import write_transaction
@@ -18,7 +19,7 @@ from engines.local.embed import Vectors
 
 EMBEDDER_KEY = "embedder"
 DELETIONS_KEY = "deletions"
-STORED_KEY = "stored_at_ms"
+WRITTEN_KEY = "written_at_ms"
 _CHUNK = 500  # values per IN (...) list, well under SQLite's bound on parameters
 
 PassageSpan = tuple[int, int, int, str]
@@ -79,17 +80,18 @@ def insert_vectors(conn: sqlite3.Connection, rows: Iterable[tuple[int, bytes]]) 
     conn.executemany("INSERT OR IGNORE INTO passage_vectors (passage, vector) VALUES (?, ?)", rows)
 
 
-def mark_stored(conn: sqlite3.Connection, now_ms: int) -> None:
-    """Note when items were last stored (inside the write), so every process's backlog can yield to stores."""
+def mark_written(conn: sqlite3.Connection) -> None:
+    """Note when items were last stored or removed (inside the write), so every process's backlog can
+    yield to the ingestion and clean-up going on."""
     conn.execute(
         "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (STORED_KEY, str(now_ms)),
+        (WRITTEN_KEY, str(int(time.time() * 1000))),
     )
 
 
-def last_stored(conn: sqlite3.Connection) -> int:
-    """When some process last stored items, in milliseconds since the epoch (0: never)."""
-    row = conn.execute("SELECT value FROM settings WHERE key = ?", (STORED_KEY,)).fetchone()
+def last_written(conn: sqlite3.Connection) -> int:
+    """When some process last stored or removed items, in milliseconds since the epoch (0: never)."""
+    row = conn.execute("SELECT value FROM settings WHERE key = ?", (WRITTEN_KEY,)).fetchone()
     return int(row[0]) if row else 0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterable, Iterator
 
 from engines.contract import ItemId
@@ -90,7 +89,7 @@ def insert_items(
         pending.insert_vectors(conn, embedded)
         pending.queue(conn, queued)
         if queued:
-            pending.mark_stored(conn, int(time.time() * 1000))
+            pending.mark_written(conn)
     refresh_statistics(conn, seq - 1)
     return inserted
 
@@ -154,3 +153,4 @@ def _delete_seqs(conn: sqlite3.Connection, seqs: list[int]) -> None:
         conn.executemany(_UNINDEX, list(indexed_texts(rows)))
         conn.execute(f"DELETE FROM items WHERE seq IN ({marks})", chunk)
     pending.bump_deletions(conn)
+    pending.mark_written(conn)

@@ -200,10 +200,10 @@ def test_the_backlog_yields_to_stores_but_not_for_ever(tmp_path: Path, monkeypat
     engine = LocalEngine(tmp_path / "m.sqlite3", embedder=HashingEmbedder())
     backlog = engine._backlog
     try:
-        assert backlog._yields(since_store_ms=0)  # a store just committed: leave the machine to it
-        assert backlog._yields(since_store_ms=100)
-        assert not backlog._yields(since_store_ms=10_000)  # stores paused: embed
+        assert backlog._yields(since_write_ms=0)  # a store just committed: leave the machine to it
+        assert backlog._yields(since_write_ms=100)
+        assert not backlog._yields(since_write_ms=10_000)  # stores paused: embed
         monkeypatch.setattr("engines.local.backlog.MAX_YIELD_S", 0.0)
-        assert backlog._yields(since_store_ms=0) is False  # yielded long enough: one batch now
+        assert backlog._yields(since_write_ms=0) is False  # yielded long enough: one batch now
     finally:
         engine.close()
