@@ -69,15 +69,17 @@ def rank(conn: sqlite3.Connection, req: RankRequest, rankers: Rankers) -> Rankin
 
     if req.mode is FetchMode.KEYWORD or req.vector is None:
         return Ranking(by_keyword())
+    waiting: set[int] = set()
+    # Before the vectors are loaded: a passage saved in between then counts twice, never not at all
+    # (the backlog stores a vector and drops its passage from the queue in one transaction).
+    if pending.has_pending(conn):
+        # Only a file with a backlog needs the keyword ranking of a vector read: it stands in for vectors.
+        waiting = pending.pending_items(conn, [hit.item_seq for hit in by_keyword()])
     snapshot = rankers.vectors.refresh(conn)
     if snapshot is None:
         found = by_keyword()
         return Ranking(found, keyword_only=len(found), foreign_vectors=True)
     found = vector_ranking(conn, snapshot, req.where, req.vector, rankers.min_similarity, req.want)
-    waiting: set[int] = set()
-    if pending.has_pending(conn):
-        # Only a file with a backlog needs the keyword ranking of a vector read: it stands in for vectors.
-        waiting = pending.pending_items(conn, [hit.item_seq for hit in by_keyword()])
     if req.mode is FetchMode.VECTOR:
         if not waiting:
             return Ranking(found)
