@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 
+from engines.chunking import heading_title
+
 PAGE_BREAK = "\f"
 DOCUMENT_CHUNK_TARGET_BYTES = 262_144
 MAX_EVENT_TEXT_BYTES = 786_432
@@ -90,15 +92,8 @@ def split(text: str, overhead: int, target: int, limit: int) -> list[Piece]:
 def heading(text: str, at: int) -> str | None:
     """The title of the markdown heading whose line starts at `at`, cut to 120 characters, or None."""
     end = text.find("\n", at)
-    line = text[at : len(text) if end < 0 else end]
-    stripped = line.lstrip(" ")
-    if len(line) - len(stripped) > 3:
-        return None
-    hashes = len(stripped) - len(stripped.lstrip("#"))
-    if not 1 <= hashes <= 6 or not stripped[hashes:].startswith(" "):
-        return None
-    title = stripped[hashes:].strip().rstrip("#").strip()
-    return title[:MAX_SECTION_CHARS] or None
+    # Only the line is handed over: slicing the rest of a 20 MB document at every line start would be quadratic.
+    return heading_title(text[at : len(text) if end < 0 else end])
 
 
 def units(text: str) -> list[_Unit]:
