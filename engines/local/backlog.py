@@ -115,7 +115,8 @@ class VectorBacklog:
         except Error as err:
             return self._failed(str(err))
         except Exception as err:
-            if self._stopping.is_set():  # the file was closed under the thread
+            if self._stopping.is_set() or self._db.closed:  # the file was closed under the thread: stop
+                self._stopping.set()
                 return 0.0
             # Anything else is a bug; it must not end the thread and leave the backlog stuck.
             logger.exception("vector backlog of %s failed", self._path)

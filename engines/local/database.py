@@ -170,6 +170,7 @@ class Database:
 
     def __init__(self, path: Path, readers: int | None = None) -> None:
         self.path = path
+        self.closed = False
         self._writer = _Lane(path, "write")
         self._reader = _ReadPool(path, readers or read_threads())
 
@@ -195,5 +196,6 @@ class Database:
         self._writer.run_now(lambda conn: None)
 
     def close(self) -> None:
+        self.closed = True
         self._writer.close()
         self._reader.close()
