@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import signal
 import sys
 import time
@@ -30,6 +31,7 @@ from worker.jobs import due_sources
 from worker.records import BatchReport, DeadLetter, SyncOutcome, SyncReport
 from worker.settings import Settings
 
+logger = logging.getLogger(__name__)
 console = Console(stderr=True)
 
 SHOWN_LETTERS = 10
@@ -238,6 +240,10 @@ async def _poll_intervals(runtime: EmbeddedRuntime, syncs: _OneAtATime, progress
                 outcome = await syncs.request_sync(source_id)
             except Error as err:
                 console.print(f"[yellow]{escape(source_id)}:[/] {escape(err.message)}")
+                continue
+            except Exception:
+                # A bug in one source's sync must not end the polling of every other source.
+                logger.exception("polling %s failed", source_id)
                 continue
             sync = outcome.report
             if sync is not None and (sync.upserts or sync.deletes):
