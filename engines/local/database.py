@@ -13,6 +13,7 @@ import asyncio
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -50,7 +51,7 @@ def connect(path: Path) -> sqlite3.Connection:
         raise ConfigError(f"cannot create memory file {path}: {getattr(err, 'strerror', None) or err}") from err
     try:
         for pragma in _PRAGMAS:
-            conn.execute(pragma)
+            _settle(conn, pragma)
         ensure_schema(conn, str(path))
     except sqlite3.DatabaseError as err:
         conn.close()
@@ -62,6 +63,21 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _settle(conn: sqlite3.Connection, pragma: str) -> None:
+    """Run `pragma`, waiting while another connection holds the file. Switching a brand-new file to WAL
+    answers "database is locked" at once, without the busy handler, when two connections (two reading
+    threads, or two processes starting together) create it at the same moment."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute(pragma)
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 @contextmanager
