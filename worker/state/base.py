@@ -139,6 +139,10 @@ class StateStore(Protocol):
         """Receipts still queued or running, oldest request first (embedded mode resumes them at start-up)."""
         ...
 
+    def recent_erasures(self, limit: int = 100) -> list[ErasureReceipt]:
+        """The latest receipts, newest request first (what the console lists)."""
+        ...
+
     def put_tombstone(self, tombstone: Tombstone) -> None:
         """Record a tombstone (kept for good; the same erasure's again replaces it)."""
         ...

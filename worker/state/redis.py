@@ -288,6 +288,9 @@ class RedisStateStore:
     def unfinished_erasures(self) -> list[ErasureReceipt]:
         return self._erasures.unfinished_erasures()
 
+    def recent_erasures(self, limit: int = 100) -> list[ErasureReceipt]:
+        return self._erasures.recent_erasures(limit)
+
     def put_tombstone(self, tombstone: Tombstone) -> None:
         self._erasures.put_tombstone(tombstone)
 

@@ -65,11 +65,19 @@ class RedisErasures:
             self._client.set(self.keys.erasure(receipt.id), receipt.model_dump_json())
 
     def unfinished_erasures(self) -> list[ErasureReceipt]:
+        receipts = self._indexed()
+        return sorted((r for r in receipts if not r.finished), key=lambda r: (r.requested_at, r.id))
+
+    def recent_erasures(self, limit: int) -> list[ErasureReceipt]:
+        # The index names the latest receipt of each request, so a failed one replaced by its retry is not
+        # listed (it is still kept under its own key).
+        return sorted(self._indexed(), key=lambda r: (r.requested_at, r.id), reverse=True)[:limit]
+
+    def _indexed(self) -> list[ErasureReceipt]:
         with self._errors("listing erasures"):
             ids = self._client.hvals(self.keys.erasures())
             bodies = self._client.mget([self.keys.erasure(_text(i)) for i in ids]) if ids else []
-        receipts = [ErasureReceipt.model_validate_json(b) for b in bodies if b is not None]
-        return sorted((r for r in receipts if not r.finished), key=lambda r: (r.requested_at, r.id))
+        return [ErasureReceipt.model_validate_json(b) for b in bodies if b is not None]
 
     def put_tombstone(self, tombstone: Tombstone) -> None:
         with self._errors(f"writing the tombstone of {tombstone.scope!r}"):

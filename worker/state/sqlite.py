@@ -167,6 +167,10 @@ class SqliteStateStore:
         )
         return [ErasureReceipt.model_validate_json(str(r[0])) for r in rows]
 
+    def recent_erasures(self, limit: int = 100) -> list[ErasureReceipt]:
+        rows = self._read("SELECT body FROM erasures ORDER BY requested_at DESC, id DESC LIMIT ?", (limit,))
+        return [ErasureReceipt.model_validate_json(str(r[0])) for r in rows]
+
     def put_tombstone(self, tombstone: Tombstone) -> None:
         with self._write() as conn:
             conn.execute(

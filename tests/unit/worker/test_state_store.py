@@ -385,3 +385,13 @@ def test_item_ids_are_every_id_the_manifest_names_once(store: StateStore) -> Non
     store.commit("t", {"a.md": unit(items=["t1"])})
     assert sorted(store.item_ids("s")) == ["i1", "i2", "i3", "old"]
     assert store.item_ids("none") == []
+
+
+def test_recent_erasures_are_listed_newest_first_and_capped(store: StateStore) -> None:
+    first = store.open_erasure(request("a", minutes=1, namespace="user:a"))
+    second = store.open_erasure(request("b", minutes=5, namespace="user:b"))
+    third = store.open_erasure(request("c", minutes=9, source_id="notes"))
+    store.put_erasure(first.model_copy(update={"status": "completed"}))
+    assert [r.id for r in store.recent_erasures()] == [third.id, second.id, first.id]
+    assert [r.id for r in store.recent_erasures(limit=2)] == [third.id, second.id]
+    assert store.recent_erasures()[-1].status == "completed"
