@@ -46,6 +46,7 @@ from random import Random
 from typing import Any
 
 import httpx
+from _report import emit
 from engine_local import vocabulary
 
 from engines.contract import Document, ExploreRequest, Facet, FetchMode, FetchRequest, Item, MemoryMeta, RecallRequest
@@ -325,6 +326,18 @@ def print_load(loads: dict[str, Load], anchors: dict[str, Anchor], clients: int)
     for name, load in loads.items():
         p50, p95, p99 = quantiles(load.ms)
         target = TARGET_P95_MS.get(name)
+        rate = len(load.ms) / load.seconds
+        emit(
+            "load",
+            route=name,
+            clients=clients,
+            req_per_s=rate,
+            ceiling=anchors[name].ceiling,
+            p50_ms=p50,
+            p95_ms=p95,
+            p99_ms=p99,
+            errors=len(load.errors),
+        )
         rows.append(
             [
                 f"{name}, {clients} clients",
@@ -351,6 +364,16 @@ def print_costs(anchors: dict[str, Anchor], loads: dict[str, Load], clients: int
         cost = http_p50 - engine_p50
         # The same query's two times, taken in the same round: less spread than a difference of two medians.
         paired = statistics.median(h - d for h, d in zip(anchor.http, anchor.direct, strict=True))
+        emit(
+            "costs",
+            route=name,
+            engine_p50_ms=engine_p50,
+            engine_p95_ms=engine_p95,
+            http_p50_ms=http_p50,
+            http_p95_ms=quantiles(anchor.http)[1],
+            cost_ms=cost,
+            paired_ms=paired,
+        )
         rows.append(
             [
                 name,

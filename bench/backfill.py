@@ -51,6 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _celery import CeleryPipeline, MemorySampler, count_items, embedded_rss_line, print_report, run_celery
+from _report import emit
 
 from engines.contract import MetaFilter
 from worker.control import ensure_local_source
@@ -271,6 +272,7 @@ def print_table(runs: dict[str, Ours], peers: dict[str, list[Any]], deleted: int
     for n, (label, target) in enumerate(zip(STEPS, targets, strict=True)):
         times = [run.steps[n].seconds for run in runs.values()]
         theirs = [peers[name][n].seconds if name in peers else None for name in names]
+        emit("steps", step=label, **dict(zip(runs, times, strict=True)), **dict(zip(names, theirs, strict=True)))
         label = f"{deleted} deleted" if label == "deletions" else label
         rows.append(
             [
@@ -297,6 +299,7 @@ def print_checks(ours: Ours, deleted: int, run: str = "") -> None:
         + (f" (failed: {', '.join(ours.failed_units)})" if ours.failed_units else "")
         + (f"  [FAIL: {first.unfinished} changes never finished]" if first.unfinished else "")
     )
+    emit("first", run=run.strip() or "ours", files=first.sync.upserts, items=first.items, seconds=first.seconds)
     reads = unchanged.sync.upserts + unchanged.units
     verdict = "OK" if reads == 0 and unchanged.sync.deletes == 0 else "FAIL"
     held_back = getattr(unchanged.sync, "held_back", 0)  # failed files left alone until they change
@@ -323,6 +326,7 @@ def print_peer_notes(peers: dict[str, list[Any]]) -> None:
 def print_floor(floor: tuple[float, int], files: int, workers: int, run: str, first: Synced, target: float) -> None:
     floor_s, converted = floor
     ratio = floor_s / first.seconds
+    emit("floor", run=run, files=files, converted=converted, floor_s=floor_s, ours_s=first.seconds, ratio=ratio)
     print(
         f"floor: markitdown alone, {workers} warm processes: {floor_s:.3f} s for {files} files ({converted} converted)"
         f"; floor/{run} = {ratio:.2f}  target >= {target}  ratio to target {ratio / target:.2f}"
@@ -332,6 +336,7 @@ def print_floor(floor: tuple[float, int], files: int, workers: int, run: str, fi
 
 def print_command(walls: list[tuple[float, dict[str, Any]]]) -> None:
     (first, first_summary), (again, again_summary) = walls
+    emit("command", first_s=first, unchanged_s=again)
     print(f"command `tinymemory ingest --json`: first {first:.3f} s wall ({first_summary})")
     print(
         f"command `tinymemory ingest --json`: unchanged {again:.3f} s wall ({again_summary})  "

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from _report import emit
 
 from engines.contract import Document, MemoryMeta, SourceKind, SourceRef
 from engines.cortex import CortexEngine, CortexWire, Timing
@@ -194,6 +195,17 @@ def report(wire: CortexWire, latency_ms: float, batched: Run, anchor: Run) -> No
         f"  ratio: {batched.items_per_s / anchor.items_per_s:.1f}x the anchor's items/s, "
         f"{anchor.per_item / batched.per_item:.1f}x fewer requests per item"
     )
+    emit("routes", wire=wire.value, latency_ms=latency_ms, **{r: n / batches for r, n in batched.routes.items()})
+    emit(
+        "batches",
+        wire=wire.value,
+        latency_ms=latency_ms,
+        requests_per_batch=per_batch,
+        items_per_s=batched.items_per_s,
+        anchor_items_per_s=anchor.items_per_s,
+        anchor_requests_per_batch=anchor.per_item * BATCH,
+        engine_cpu_ms_per_batch=batched.engine_cpu / batches * 1e3,
+    )
 
 
 def check(label: str, ok: bool) -> bool:
@@ -227,6 +239,8 @@ def main() -> int:
                     items = documents(args.items, run + "c")
                     both = measure(control, server, wire, items, True, latency_s, args.in_flight)
                     per = both.requests / (both.items / BATCH)
+                    figures = {"batches": args.in_flight, "items_per_s": both.items_per_s, "requests_per_batch": per}
+                    emit("in_flight", wire=wire.value, latency_ms=latency_ms, **figures)
                     print(
                         f"  {args.in_flight} batches in flight: {both.items} items in {both.seconds:.2f} s = "
                         f"{both.items_per_s:,.0f} items/s, {per:.2f} requests per batch"

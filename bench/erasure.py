@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +45,13 @@ from worker.erasures import ErasureReceipt, ErasureTarget
 from worker.records import ManifestEntry
 from worker.settings import Settings
 from worker.state.sqlite import SqliteStateStore
+
+# bench/ is on the path only for this import: its sources.py would shadow the `sources` package in the
+# processes the runtime spawns, which re-import this script with the path it has when they start.
+sys.path.append(str(Path(__file__).resolve().parent))
+from _report import emit
+
+sys.path.pop()
 
 TARGET_ERASE_S = 2.0
 TARGET_RATIO = 5.0
@@ -128,6 +136,7 @@ async def run_erasures(items: int, root: Path) -> None:
     print(f"page by page  {anchor:7.3f} s  {pages} pages of {LISTING_PAGE}, {forgotten:,} forgotten, {left_peers} left")
     ratio = anchor / seconds if seconds > 0 else float("inf")
     print(f"ratio         {ratio:7.1f}x faster than page by page")
+    emit("erase", items=items, ours_s=seconds, page_by_page_s=anchor, pages=pages, ratio=ratio, verified=verified)
     print(
         f"targets       <= {TARGET_ERASE_S:g} s: {'met' if seconds <= TARGET_ERASE_S else 'MISSED'}; "
         f">= {TARGET_RATIO:g}x: {'met' if ratio >= TARGET_RATIO else 'MISSED'}"
@@ -175,6 +184,7 @@ async def run_start_delay(files: int, root: Path) -> None:
         f"{'met' if delay <= TARGET_START_S else 'MISSED'})"
     )
     print(f"erasure       {ended - asked:7.3f} s  to its verified end ({done.status}, {done.forgotten:,} forgotten)")
+    emit("start_delay", files=files, delay_s=delay, erase_s=ended - asked, left=left)
     print(f"backfill      returned {returned - asked:.3f} s after the request; {left} items of the source left")
 
 

@@ -34,6 +34,8 @@ from pathlib import Path
 # bench/sources.py, first on the path of a script run from bench/, would shadow the `sources` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _report import emit
+
 from engines.contract import MAX_STORE_MANY, StoreItem
 from engines.local import LocalEngine
 from pipeline.legacy_import import LegacyWorkspace, migrate, prepared_items
@@ -153,6 +155,9 @@ async def run(rows: int, repeat: int, work: Path) -> bool:
     )
     for name, step in (("floor", best_floor), ("migrate", best_migrate), ("command", best_command), ("replay", replay)):
         print(row(name, step, rows_written, total, None if name == "floor" else best_floor))
+        emit(
+            "steps", step=name, wall_s=step.wall, cpu_s=step.cpu, items_per_s=total / step.wall, floor_s=best_floor.wall
+        )
     exact = all(s.stored == total and s.replayed == 0 for s in (*floors, *migrates, *commands)) and (
         replay.stored,
         replay.replayed,

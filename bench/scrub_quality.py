@@ -39,6 +39,8 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _report import emit  # noqa: E402
+
 from pipeline.scrub import Policy, sanitize_text  # noqa: E402
 from tests.unit.pipeline.test_scrub_credentials import CREDENTIAL_ROWS  # noqa: E402
 from tests.unit.pipeline.test_scrub_phones import PHONE_ROWS  # noqa: E402
@@ -100,6 +102,7 @@ def report_recall() -> bool:
             flag = "" if c / t >= TARGET_RECALL else "   < target"
             ok = ok and not flag
             print(f"   {label:39s} {t:5d} {c / t:8.1%} {s / t:8.1%}{flag}")
+            emit("recall", table_of=title, label=label, rows=t, default=c / t, spec=s / t)
     return ok
 
 
@@ -119,6 +122,7 @@ def report_prose(corpus: list[tuple[str, str]], scrubbers: dict[str, Scrub], sam
         share = len(changed) / len(corpus)
         target = f"  target <= {TARGET_CHANGED:.1%}" if name == "default" else ""
         print(f"{name:10s} {len(changed):5d} of {len(corpus)} pages changed = {share:.2%}{target}")
+        emit("prose", scrubber=name, changed=len(changed), pages=len(corpus), share=share)
         if name == "default":
             ok = share <= TARGET_CHANGED
             for path, before, after in changed[:sample]:
@@ -147,6 +151,7 @@ def report_throughput(corpus: list[tuple[str, str]], scrubbers: dict[str, Scrub]
     for name, took in seconds.items():
         rate = size / took
         print(f"{name:10s} {rate:6.2f} MB/s  ({took:.3f} s CPU for {size:.2f} MB)  ratio {anchor / took:.2f}")
+        emit("throughput", scrubber=name, mb_per_s=rate, cpu_s=took, ratio=anchor / took)
     return seconds["default"] <= anchor * 1.05
 
 

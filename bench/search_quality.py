@@ -43,6 +43,8 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _report import emit  # noqa: E402
+
 from engines.contract import Document, FetchMode, FetchRequest  # noqa: E402
 from engines.local import Embedder, HashingEmbedder, LocalEngine  # noqa: E402
 from engines.local.fusion import Fusion, fuse, fusion_for  # noqa: E402
@@ -233,7 +235,9 @@ def p(values: list[float], quantile: int) -> float:
     return statistics.quantiles(values, n=100)[quantile - 1] if len(values) > 1 else values[0]
 
 
-def report(evaluate: ModuleType, collection: Collection, measured: Measured, anchor: Run, like: Run) -> None:
+def report(
+    evaluate: ModuleType, collection: Collection, measured: Measured, anchor: Run, like: Run, embedder: str
+) -> None:
     docs = len(collection.docs)
     print(
         f"    stored (keyword-searchable) in {measured.store_s:.1f} s ({docs / measured.store_s:,.0f} docs/s), "
@@ -246,6 +250,8 @@ def report(evaluate: ModuleType, collection: Collection, measured: Measured, anc
         like_ndcg, like_recall = score(evaluate, like, collection.qrels, ids)
         anchor_line = f"anchor {anchor_ndcg:.4f}/{anchor_recall:.4f} (at k1 1.2: {like_ndcg:.4f}/{like_recall:.4f})"
         print(f"    {split:11s} ({len(ids)} queries) nDCG@10/Recall@100: {line}  {anchor_line}")
+        ndcg = {f"{mode}_ndcg": n for mode, (n, _) in figures.items()}
+        emit("quality", embedder=embedder, collection=collection.name, split=split, anchor_ndcg=anchor_ndcg, **ndcg)
         hybrid, best = figures["hybrid"][0], max(figures["keyword"][0], figures["vector"][0])
         print(
             f"      hybrid - anchor {hybrid - anchor_ndcg:+.4f} (target >= +{TARGET_OVER_ANCHOR}), "
@@ -257,6 +263,17 @@ def report(evaluate: ModuleType, collection: Collection, measured: Measured, anc
         for mode, times in measured.latency_ms.items()
     )
     print(f"    query latency (limit 10): {latency}")
+    for mode, times in measured.latency_ms.items():
+        emit(
+            "latency",
+            embedder=embedder,
+            collection=collection.name,
+            mode=mode,
+            p50_ms=statistics.median(times),
+            p95_ms=p(times, 95),
+            store_s=measured.store_s,
+            embedded_s=measured.embedded_s,
+        )
 
 
 class OnnxMiniLM:
@@ -359,7 +376,7 @@ async def main() -> None:
                     measured.append((collection, await measure(engine, collection)))
                 finally:
                     engine.close()
-            report(evaluate, collection, measured[-1][1], *anchors[collection.name])
+            report(evaluate, collection, measured[-1][1], *anchors[collection.name], embedder.identity)
         if args.tune:
             tune(evaluate, measured, fusion_for(embedder))
 

@@ -48,6 +48,8 @@ from pathlib import Path
 # package; the repository root before it finds the package first, and `tests` (no installed package) too.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _report import emit
+
 from sources import SourceRequest
 from tests.fixtures.github_fake import FakeGitHub, GitRepo
 from tests.fixtures.web_site import Page, WebSite, html, sitemap_xml
@@ -341,6 +343,17 @@ def print_steps(cases: dict[str, list[Step]]) -> None:
 
 def step_row(case: str, step: Step, anchor: Step) -> list[str]:
     first = step is anchor
+    emit(
+        "syncs",
+        case=case,
+        sync=step.label,
+        requests=step.asked,
+        seconds=step.seconds,
+        stored=step.stored,
+        forgotten=step.forgotten,
+        first_requests=anchor.asked,
+        first_seconds=anchor.seconds,
+    )
     return [
         case,
         step.label,
