@@ -92,6 +92,8 @@ class SyncReport(_Record):
     `error` says why its listing failed (then nothing else was done)."""
 
     source_id: str
+    # None in reports written before syncs recorded when they started.
+    started_at: datetime | None = None
     finished_at: datetime = Field(default_factory=now)
     error: str | None = None
     held_back: int = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from kombu.exceptions import OperationalError
@@ -32,7 +33,9 @@ from worker.jobs import JobContext, Progress
 from worker.records import Change, SyncOutcome
 from worker.redis.client import redis_from_url
 from worker.redis.leases import Leases
+from worker.redis.progress import Progress as RunState
 from worker.redis.progress import RunProgress
+from worker.runs import RunView
 from worker.services import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
 from worker.settings import Settings
 from worker.state.redis import RedisStateStore
@@ -145,17 +148,39 @@ def enqueue_sync(
 
 
 class QueuedSyncs:
-    """Asks for syncs by queueing them for the workers (a `worker.control.SyncRunner`)."""
+    """Asks for syncs by queueing them for the workers (a `worker.control.SyncRunner`), each as a run the
+    workers count their progress into (so `runs` shows it, a `worker.control.RunBoard`)."""
 
     def __init__(self, settings: Settings, app: Celery, client: redis.Redis) -> None:
         self.settings = settings
         self.app = app
         self.leases = Leases(client, prefix=settings.redis_prefix)
+        self.progress = RunProgress(client, prefix=settings.redis_prefix)
 
     async def request_sync(self, source_id: str, hints: Iterable[str] | None = None) -> SyncOutcome:
         listed = None if hints is None else sorted(hints)
-        queued = enqueue_sync(self.app, self.leases, self.settings, source_id, hints=listed)
+        run_id = self.progress.start(source_id=source_id)
+        queued = enqueue_sync(self.app, self.leases, self.settings, source_id, hints=listed, run_id=run_id)
+        if not queued:
+            # The sync already queued or running counts into its own run (or none); this one never starts.
+            self.progress.drop(run_id)
         return SyncOutcome(source_id=source_id, status="queued" if queued else "already_queued")
+
+    def runs(self) -> list[RunView]:
+        return [_run_view(p) for p in self.progress.runs()]
+
+
+def _run_view(progress: RunState) -> RunView:
+    return RunView(
+        id=progress.run_id,
+        source_id=progress.source_id,
+        planned=progress.planned,
+        done=progress.done,
+        items=progress.items,
+        failed=progress.failed,
+        started_at=datetime.fromtimestamp(progress.started, UTC),
+        updated_at=datetime.fromtimestamp(progress.updated, UTC),
+    )
 
 
 class QueuedErasures:

@@ -5,11 +5,12 @@ runtime syncs here, the Celery one queues). Each returns a typed result; an ordi
 source id, a target its kind cannot read) is a contract error whose message says what to do.
 
     sources   source_kinds, add_source, ensure_local_source, list_sources, get_source, show_source,
-              remove_source, sync_now
+              set_enabled, remove_source, sync_now
     status    status
+    runs      runs (the syncs in progress and the last ones done: `RunBoard`)
     letters   dead_letters, letter_id, replay_dead_letter, replay_dead_letters, purge_dead_letters
     erasures  request_erasure, erasure_status (an `ErasureRunner` runs them: here, or the erase workers),
-              refuse_erased_store
+              refuse_erased_store, guarded_tools (the agent tools, refusing a store into what was erased)
     tokens    add_token, list_tokens, revoke_token, authenticate, check_listen
     legacy    start_legacy_import, legacy_import_status, legacy_imports (v1 TinyCortex workspaces)
 
@@ -17,13 +18,20 @@ source id, a target its kind cannot read) is a contract error whose message says
 """
 
 from sources import SourceEntry, SourceRequest
-from worker.control.erasures import CLI_CALLER, erasure_status, refuse_erased_store, request_erasure
+from worker.control.erasures import (
+    CLI_CALLER,
+    erasure_status,
+    guarded_tools,
+    refuse_erased_store,
+    request_erasure,
+)
 from worker.control.legacy import legacy_import_status, legacy_imports, start_legacy_import
 from worker.control.letters import dead_letters, letter_id, purge_dead_letters, replay_dead_letter, replay_dead_letters
 from worker.control.results import (
     ClusterProbe,
     ErasureRunner,
     Replay,
+    RunBoard,
     SourceDetail,
     SourceKindInfo,
     SourceRemoval,
@@ -38,11 +46,12 @@ from worker.control.sources import (
     get_source,
     list_sources,
     remove_source,
+    set_enabled,
     show_source,
     source_kinds,
     sync_now,
 )
-from worker.control.status import status
+from worker.control.status import runs, status
 from worker.control.tokens import (
     Caller,
     NewToken,
@@ -56,6 +65,7 @@ from worker.control.tokens import (
 from worker.erasures import ErasureReceipt, ErasureTarget
 from worker.jobs.legacy import LegacyImportRecord, LegacyImportRequest
 from worker.records import DeadLetter, SyncOutcome
+from worker.runs import RunView
 from worker.tokens import TokenStore
 
 __all__ = [
@@ -70,6 +80,8 @@ __all__ = [
     "LegacyImportRequest",
     "NewToken",
     "Replay",
+    "RunBoard",
+    "RunView",
     "Services",
     "SourceDetail",
     "SourceEntry",
@@ -90,6 +102,7 @@ __all__ = [
     "ensure_local_source",
     "erasure_status",
     "get_source",
+    "guarded_tools",
     "legacy_import_status",
     "legacy_imports",
     "letter_id",
@@ -102,7 +115,9 @@ __all__ = [
     "replay_dead_letters",
     "request_erasure",
     "revoke_token",
+    "runs",
     "served",
+    "set_enabled",
     "share",
     "show_source",
     "source_kinds",

@@ -4,18 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sources import SourceEntry
 from worker.records import SyncOutcome, SyncReport
+from worker.runs import RunView
 
 
 class SyncRunner(Protocol):
     """Runs or queues a sync of one source (the embedded runtime, or the Celery queues)."""
 
     async def request_sync(self, source_id: str, hints: Sequence[str] | None = None) -> SyncOutcome: ...
+
+
+@runtime_checkable
+class RunBoard(Protocol):
+    """Where a runner shows its runs: the syncs in progress and the last ones done (the console's progress)."""
+
+    def runs(self) -> list[RunView]: ...
 
 
 class ErasureRunner(Protocol):
@@ -58,6 +66,9 @@ class SourceRemoval(Result):
 
 
 class SourceStatus(Result):
+    """A source at a glance: `location` is its path or URL; `items` what its manifest says it stored;
+    `last_took_s` how long its last sync took to list and dispatch, `last_error` why its listing failed."""
+
     id: str
     kind: str
     label: str
@@ -65,6 +76,12 @@ class SourceStatus(Result):
     units: int
     last_sync: datetime | None
     last_changes: int | None
+    location: str | None = None
+    interval_s: float | None = None
+    items: int = 0
+    dead_letters: int = 0
+    last_took_s: float | None = None
+    last_error: str | None = None
 
 
 class Status(Result):

@@ -1,4 +1,4 @@
-"""Operations on the configured sources: the kinds offered, add, list, show, remove, sync now."""
+"""Operations on the configured sources: the kinds offered, add, list, show, enable or disable, remove, sync now."""
 
 from __future__ import annotations
 
@@ -88,6 +88,16 @@ def show_source(state: StateStore, source_id: str) -> SourceDetail:
         last_sync=state.last_sync(source_id),
         dead_letters=len(state.dead_letters(source_id, limit=MAX_LETTERS)),
     )
+
+
+def set_enabled(state: StateStore, source_id: str, enabled: bool) -> SourceEntry:
+    """Enable or disable a source: a disabled one is listed but never synced (its watcher's events are
+    ignored); its items stay until it is removed."""
+    entry = get_source(state, source_id)
+    if entry.enabled != enabled:
+        entry = entry.model_copy(update={"enabled": enabled})
+        state.put_source(entry)
+    return entry
 
 
 async def remove_source(

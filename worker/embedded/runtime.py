@@ -20,6 +20,7 @@ from worker.embedded.erasures import InProcessErasures
 from worker.embedded.textpool import TextPool
 from worker.jobs import JobContext, Progress, sync_source
 from worker.records import BatchReport, SyncOutcome, SyncReport
+from worker.runs import LiveRuns, RunView
 from worker.services import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
 from worker.settings import Settings
 from worker.state.base import StateStore
@@ -54,6 +55,7 @@ class EmbeddedRuntime:
         self.text_pool = TextPool(min(settings.convert_workers, (os.cpu_count() or 2) - 1), limits)
         # Two batches in flight: one is prepared by the text pool while the other is stored here.
         self.dispatcher = InProcessDispatcher(in_flight=2)
+        self.live = LiveRuns(progress)
         self.context = JobContext(
             state=self.state,
             engine=self.engine,
@@ -61,7 +63,7 @@ class EmbeddedRuntime:
             dispatcher=self.dispatcher,
             readers=SourceReaders(reader_options(settings)),
             settings=pipeline_settings(settings, settings.convert_workers, in_task=False),
-            progress=progress or Progress(),
+            progress=self.live,
             text_pool=self.text_pool,
         )
         self.dispatcher.bind(self.context)
@@ -90,10 +92,15 @@ class EmbeddedRuntime:
             self._resumed = True
             await self.erasures.resume()
         self.dispatcher.reports = []
-        async with self.context.running(source_id):
-            report = await sync_source(self.context, source_id, hints)
-        await self.dispatcher.drain()
+        with self.live.track(source_id):
+            async with self.context.running(source_id):
+                report = await sync_source(self.context, source_id, hints)
+            await self.dispatcher.drain()
         return report, list(self.dispatcher.reports)
+
+    def runs(self) -> list[RunView]:
+        """The syncs running here and the last ones done (a `worker.control.RunBoard`)."""
+        return self.live.runs()
 
     async def request_sync(self, source_id: str, hints: Iterable[str] | None = None) -> SyncOutcome:
         """Sync one source now, here (a `worker.control.SyncRunner`)."""

@@ -23,7 +23,7 @@ from engines.contract import Error
 from sources import ConditionalSource, Delta, IncrementalSource, Listing, Skipped, SourceReader, Unit
 from worker.erasures import refusing, scopes_over
 from worker.jobs.context import JobContext
-from worker.records import SOURCE_UNIT, Change, DeadLetter, SyncReport
+from worker.records import SOURCE_UNIT, Change, DeadLetter, SyncReport, now
 from worker.state.base import StateStore, UnitState
 
 MAX_BATCH_CHANGES = 100
@@ -55,6 +55,7 @@ async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | No
     # An erased source is refused, recording nothing: its state is being purged (or already was).
     if refusing(ctx.state.tombstones(scopes_over(source_id, [entry.placed_at()]))) is not None:
         return SyncReport(source_id=source_id)
+    started = now()
     reader = ctx.readers.reader_for(entry)
     states = ctx.state.unit_states(source_id)
     letters = ctx.state.dead_letters(source_id, limit=MAX_LETTERS_READ)
@@ -65,7 +66,7 @@ async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | No
     try:
         found = await _look(reader, states, None if hints is None else set(hints), cursor)
     except Error as err:
-        _record_listing_failure(ctx.state, source_id, err, last_cursor)
+        _record_listing_failure(ctx.state, source_id, err, last_cursor, started)
         raise
     changes, held_back = _settle_dead_letters(ctx, source_id, found, letters)
     deletes = sum(c.action == "delete" for c in changes)
@@ -75,6 +76,7 @@ async def sync_source(ctx: JobContext, source_id: str, hints: Iterable[str] | No
         await ctx.dispatcher.ingest(source_id, batch, bulk=len(batches) > 1)
     report = SyncReport(
         source_id=source_id,
+        started_at=started,
         listed=found.listed,
         upserts=len(changes) - deletes,
         deletes=deletes,
@@ -182,12 +184,15 @@ def _settle_dead_letters(
     return kept, len(found.changes) - len(kept)
 
 
-def _record_listing_failure(state: StateStore, source_id: str, err: Error, cursor: str | None) -> None:
+def _record_listing_failure(
+    state: StateStore, source_id: str, err: Error, cursor: str | None, started: datetime
+) -> None:
     kind = type(err).__name__
     state.add_dead_letter(
         DeadLetter(source_id=source_id, unit_id=SOURCE_UNIT, stage="list", error=kind, message=err.message)
     )
-    state.record_sync(SyncReport(source_id=source_id, error=f"{kind}: {err.message}", cursor=cursor))
+    failed = SyncReport(source_id=source_id, started_at=started, error=f"{kind}: {err.message}", cursor=cursor)
+    state.record_sync(failed)
 
 
 def due_sources(state: StateStore, now: datetime) -> list[str]:

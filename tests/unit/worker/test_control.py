@@ -7,7 +7,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -313,8 +313,10 @@ def _synced_world(state: StateStore, tmp_path: Path) -> datetime:
     finished = datetime(2026, 5, 4, 3, 2, 1, tzinfo=UTC)
     state.put_source(_entry("a", tmp_path))
     state.put_source(_entry("b", tmp_path).model_copy(update={"enabled": False}))
-    state.commit("a", {"x.md": ManifestEntry(version="1"), "y.md": ManifestEntry(version="1")})
-    state.record_sync(SyncReport(source_id="a", finished_at=finished, upserts=2, deletes=1))
+    x = ManifestEntry(version="1", item_ids=["x-part-1", "x-part-2"])
+    state.commit("a", {"x.md": x, "y.md": ManifestEntry(version="1", item_ids=["y-part-1"])})
+    started = finished - timedelta(minutes=1)
+    state.record_sync(SyncReport(source_id="a", started_at=started, finished_at=finished, upserts=2, deletes=1))
     state.add_dead_letter(_letter("a", "z.md"))
     state.add_dead_letter(_letter("b", "w.md"))
     return finished
@@ -325,10 +327,28 @@ def test_status_lists_sources_with_units_and_last_sync_and_counts_letters(state:
     shown = control.status(state)
     assert shown.sources == [
         control.SourceStatus(
-            id="a", kind="folder", label="a", enabled=True, units=2, last_sync=finished, last_changes=3
+            id="a",
+            kind="folder",
+            label="a",
+            enabled=True,
+            units=2,
+            last_sync=finished,
+            last_changes=3,
+            location=str(tmp_path),
+            items=3,
+            dead_letters=1,
+            last_took_s=60.0,
         ),
         control.SourceStatus(
-            id="b", kind="folder", label="b", enabled=False, units=0, last_sync=None, last_changes=None
+            id="b",
+            kind="folder",
+            label="b",
+            enabled=False,
+            units=0,
+            last_sync=None,
+            last_changes=None,
+            location=str(tmp_path),
+            dead_letters=1,
         ),
     ]
     assert shown.dead_letters == 2
