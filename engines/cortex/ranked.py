@@ -68,7 +68,7 @@ def fetch_offset(cursor: str | None) -> int:
         offset = json.loads(bytes.fromhex(cursor[1:]).decode("utf-8"))["offset"]
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ValueError("offset")
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError):
         raise InvalidRequestError(f"unknown cursor `{cursor[:80]}`") from None
     return offset
 

@@ -58,7 +58,7 @@ class ListCursor:
                 raise ValueError("members")
             if not (page is None or isinstance(page, str)) or not (last is None or isinstance(last, str)):
                 raise ValueError("members")
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError):
             raise InvalidRequestError(f"unknown cursor `{cursor[:80]}`") from None
         return cls(scope, page, skip, last)
 

@@ -21,6 +21,8 @@ from engines.local.where import Where, ns_from_key
 
 _LIST_CURSOR = re.compile(r"s(0|[1-9][0-9]*)")
 _FETCH_CURSOR = re.compile(r"o(0|[1-9][0-9]*)")
+# `int()` refuses more than 4,300 digits; a cursor this long names no row, so it reads as past the end.
+_MAX_DIGITS = 18
 
 
 def _cursor_value(cursor: str | None, pattern: re.Pattern[str]) -> int:
@@ -29,7 +31,8 @@ def _cursor_value(cursor: str | None, pattern: re.Pattern[str]) -> int:
     found = pattern.fullmatch(cursor)
     if found is None:
         raise InvalidRequestError(f"unknown cursor `{cursor}`")
-    return int(found.group(1))
+    digits = found.group(1)
+    return int(digits) if len(digits) <= _MAX_DIGITS else 10**_MAX_DIGITS
 
 
 def list_after(cursor: str | None) -> int:

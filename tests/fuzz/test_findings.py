@@ -1,0 +1,47 @@
+"""What the fuzzers in this folder found, each kept as the example that once failed.
+
+Every one of these raised an exception outside the contract's tree (which the API answers with a bare 500).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engines.contract import FetchMode, FetchRequest, InvalidRequestError, ListRequest
+from engines.cortex.ranked import FETCH_TAG
+from engines.cortex.ranked import fetch_offset as cortex_fetch_offset
+from engines.cortex.reads import LIST_TAG, ListCursor
+from engines.local import LocalEngine
+from tests.unit.api.conftest import seed
+
+# More digits than `int()` converts (4,300), from a cursor a client wrote by hand.
+LONG_DIGITS = "1" * 5000
+# JSON nested deeper than the decoder's recursion allows, hex-encoded as a CortexDB cursor carries it.
+DEEP_JSON = ("[" * 100_000 + "]" * 100_000).encode().hex()
+
+
+async def test_a_local_cursor_with_thousands_of_digits_is_past_the_end(tmp_path: Path) -> None:
+    engine = LocalEngine(tmp_path / "memory.sqlite3")
+    try:
+        await seed(engine)
+        assert (await engine.list(ListRequest(limit=5))).items
+        listed = await engine.list(ListRequest(limit=5, cursor=f"s{LONG_DIGITS}"))
+        assert listed.items == [] and listed.next_cursor is None
+        fetched = await engine.fetch(
+            FetchRequest(query="zeolites", mode=FetchMode.KEYWORD, limit=5, cursor=f"o{LONG_DIGITS}")
+        )
+        assert fetched.hits == []
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize(
+    "decode",
+    [lambda: ListCursor.decode(LIST_TAG + DEEP_JSON), lambda: cortex_fetch_offset(FETCH_TAG + DEEP_JSON)],
+    ids=["list", "fetch"],
+)
+def test_a_cortex_cursor_nested_too_deep_is_unknown(decode: object) -> None:
+    with pytest.raises(InvalidRequestError, match="unknown cursor"):
+        decode()  # type: ignore[operator]
