@@ -21,8 +21,8 @@ from engines.local.where import Where, ns_from_key
 
 _LIST_CURSOR = re.compile(r"s(0|[1-9][0-9]*)")
 _FETCH_CURSOR = re.compile(r"o(0|[1-9][0-9]*)")
-# `int()` refuses more than 4,300 digits; a cursor this long names no row, so it reads as past the end.
-_MAX_DIGITS = 18
+# `int()` refuses more than 4,300 digits; beyond 64 bits a cursor names no row, so it reads as past the end.
+_MAX_DIGITS = 19
 
 
 def _cursor_value(cursor: str | None, pattern: re.Pattern[str]) -> int:
