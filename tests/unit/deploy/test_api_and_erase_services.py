@@ -1,6 +1,6 @@
 """The deploy files run the read API (`tinymemory serve`) and a worker of erasures' own, each the way the code
-needs: the API on 0.0.0.0 with tokens on the shared volume and the state on Redis, the erase worker on
-`tm.erase` alone, both on the engine's data volume."""
+needs: the API on 0.0.0.0 with tokens on a volume and the state on Redis, the erase worker on `tm.erase`
+alone, both on the engine's data volume where the engine is local (on none where it is CortexDB)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from engines.contract import ConfigError
+from tests.unit.deploy.compose_sets import ENGINE_VOLUMES, service_of
 from tests.unit.deploy.test_deploy_files import (
     COMPOSE_FILE,
     DATA_CLAIM,
@@ -47,12 +47,6 @@ def image() -> Dockerfile:
 
 
 @pytest.fixture(scope="module")
-def compose() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text())
-    return loaded
-
-
-@pytest.fixture(scope="module")
 def manifests() -> dict[str, list[dict[str, Any]]]:
     return k8s_docs()
 
@@ -83,27 +77,33 @@ def test_the_image_carries_the_cluster_settings_where_compose_and_k8s_name_them(
     assert config["data"]["TINYMEMORY_CONFIG"] == BAKED_AT
 
 
-def test_compose_serves_the_api_with_tokens_on_the_data_volume(
-    compose: dict[str, Any], image: Dockerfile, cluster_settings: Settings
+def test_compose_serves_the_api_with_tokens_on_a_volume(
+    compose: dict[str, Any], image: Dockerfile, cluster_settings: Settings, profile: str
 ) -> None:
     services = compose["services"]
     (api,) = [name for name in services if subcommand_of(compose_argv(name, compose, image)) == "serve"]
     service = services[api]
-    data_dir = compose_env(service)["TINYMEMORY_DATA_DIR"]
-    assert (DATA_CLAIM, data_dir) in volume_mounts(service)
-    assert str(cluster_settings.token_path).startswith(data_dir + "/")
+    tokens = compose_env(service).get("TINYMEMORY_TOKENS_FILE") or str(cluster_settings.token_path)
+    (volume,) = [source for source, target in volume_mounts(service) if tokens.startswith(target + "/")]
+    assert volume in compose["volumes"]
+    # Where the engine is local, the tokens are on its volume, which `docker compose run --rm worker tokens
+    # add` writes too; a CortexDB set keeps them on a volume of their own, holding nothing of the engine.
+    assert (volume in ENGINE_VOLUMES[profile]) == bool(ENGINE_VOLUMES[profile])
     port = cluster_settings.api_port
     assert service["ports"] == [f"127.0.0.1:{port}:{port}"]  # published on the host's loopback only
     assert f"127.0.0.1:{port}/healthz" in " ".join(words(service["healthcheck"]["test"]))
     assert "tinymemory api" not in COMPOSE_FILE.read_text()
 
 
-def test_compose_runs_one_erase_worker_on_its_own_queue(compose: dict[str, Any], image: Dockerfile) -> None:
+def test_compose_runs_one_erase_worker_on_its_own_queue(
+    compose: dict[str, Any], image: Dockerfile, profile: str
+) -> None:
     services = compose["services"]
     erasers = [name for name in services if "tm.erase" in queues_of(compose_argv(name, compose, image))]
-    assert erasers == ["erase-worker"]
-    assert queues_of(compose_argv("erase-worker", compose, image)) == ["tm.erase"]
-    assert (DATA_CLAIM, "/data") in volume_mounts(services["erase-worker"])  # it erases from the engine
+    assert erasers == [service_of("erase-worker", profile)]
+    assert queues_of(compose_argv(erasers[0], compose, image)) == ["tm.erase"]
+    at_data = {source for source, target in volume_mounts(services[erasers[0]]) if target == "/data"}
+    assert at_data == ENGINE_VOLUMES[profile]  # it erases from the engine, wherever that is
 
 
 def test_k8s_serves_the_api_behind_a_service_on_its_probed_port(

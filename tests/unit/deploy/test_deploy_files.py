@@ -18,13 +18,14 @@ import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Annotated, Any
 
 import pytest
 import typer
 import yaml
 
+from tests.unit.deploy.compose_sets import COMPOSE_FILE, ENGINE_VOLUMES, ROOT, role_of
 from worker.cli import app
 from worker.settings import Settings
 
@@ -34,15 +35,13 @@ except ImportError:  # pragma: no cover - the queue module lands with the distri
     # Until then, the queues named in ARCHITECTURE.md and the issue.
     QUEUES = ("tm.sync", "tm.ingest", "tm.backfill", "tm.erase")
 
-ROOT = Path(__file__).resolve().parents[3]
-COMPOSE_FILE = ROOT / "docker-compose.yml"
 K8S_DIR = ROOT / "deploy" / "k8s"
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 ENV_EXAMPLE = ROOT / ".env.example"
 DOCKERIGNORE = ROOT / ".dockerignore"
 
 IMAGE_NAME = "tinymemory-ingest"
-DATA_CLAIM = "tinymemory-data"
+(DATA_CLAIM,) = ENGINE_VOLUMES["local"]
 DEFAULT_METRICS_PORT = 9464
 # The subcommands that open the memory engine, so need its data directory where the engine is local.
 ENGINE_COMMANDS = frozenset({"worker", "api", "up", "ingest", "recall", "fetch", "list", "backfill"})
@@ -355,11 +354,6 @@ def image() -> Dockerfile:
 
 
 @pytest.fixture(scope="module")
-def compose() -> dict[str, Any]:
-    return yaml.safe_load(COMPOSE_FILE.read_text())
-
-
-@pytest.fixture(scope="module")
 def manifests() -> dict[str, list[dict[str, Any]]]:
     return k8s_docs()
 
@@ -456,14 +450,15 @@ def test_a_frobnicate_added_to_a_manifest_or_compose_is_caught(cli, compose, man
     worker = next(doc for doc in manifests["worker.yaml"] if doc["kind"] == "Deployment")
     worker["spec"]["template"]["spec"]["containers"][0]["args"] = ["frobnicate"]
     compose = copy.deepcopy(compose)
-    compose["services"]["beat"]["healthcheck"]["test"] = "tinymemory status --json && tinymemory frobnicate --now"
+    (beat,) = [name for name in compose["services"] if role_of(name) == "beat"]
+    compose["services"][beat]["healthcheck"]["test"] = "tinymemory status --json && tinymemory frobnicate --now"
     lines = [
         *tinymemory_lines(k8s_invocations(manifests, image)),
         *tinymemory_lines(compose_invocations(compose, image)),
     ]
     flagged = {line.where for line in lines if "no command `tinymemory frobnicate`" in cli_problems(cli, line.argv)}
     assert any(where.startswith("deploy/k8s/worker.yaml") for where in flagged)
-    assert "docker-compose.yml services.beat.healthcheck" in flagged
+    assert f"docker-compose.yml services.{beat}.healthcheck" in flagged
 
 
 # --- docker-compose.yml -----------------------------------------------------------------------
@@ -518,7 +513,7 @@ def test_compose_has_the_pipeline_services_in_a_valid_shape(compose):
     assert set(compose) - COMPOSE_TOP_LEVEL <= {key for key in compose if key.startswith("x-")}
     services = compose["services"]
     assert isinstance(services, dict)
-    assert set(services) >= COMPOSE_ROLES
+    assert {role_of(name) for name in services} >= COMPOSE_ROLES
     declared_volumes = set(compose.get("volumes") or {})
     for name, service in services.items():
         assert isinstance(service, dict), name
@@ -549,16 +544,18 @@ def compose_data_dir(service: Mapping[str, Any], image: Dockerfile) -> str | Non
     return compose_env(service).get("TINYMEMORY_DATA_DIR") or image.env().get("TINYMEMORY_DATA_DIR")
 
 
-def test_compose_roles_that_open_the_engine_share_the_data_volume(compose, image):
+def test_compose_roles_that_open_the_engine_share_the_data_volume(compose, image, profile):
+    # The local engine's file is on one volume every such role mounts; a CortexDB set mounts none at all.
+    engine_volumes = ENGINE_VOLUMES[profile]
     sources = set()
     for name, service in compose["services"].items():
         if subcommand_of(compose_argv(name, compose, image)) not in ENGINE_COMMANDS:
             continue
         data_dir = compose_data_dir(service, image)
         mounted = [source for source, target in volume_mounts(service) if target == data_dir]
-        assert mounted, f"{name} opens the engine but mounts nothing at its data dir {data_dir}"
+        assert bool(mounted) == bool(engine_volumes), f"{name} mounts {mounted} at its data dir {data_dir}"
         sources.update(mounted)
-    assert sources == {DATA_CLAIM}, sources
+    assert sources == engine_volumes, sources
 
 
 def test_compose_watched_folders_are_readable_by_the_sync_worker(compose, image):
