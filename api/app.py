@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import FastAPI
 from starlette.routing import Route
 
-from api import errors
+from api import console, errors
 from api.mcp import McpEndpoint
 from api.metrics import count_requests
 from api.routes import admin, agents, erasures, legacy, memory, ops
@@ -63,5 +63,6 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     for router in (memory.router, agents.router, ops.router, admin.router, erasures.router, legacy.router):
         app.include_router(router)
     # An ASGI endpoint of its own (the MCP transport), not an OpenAPI operation.
+    console.install(app)
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     return app
