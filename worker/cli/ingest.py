@@ -29,6 +29,7 @@ from worker.embedded import EmbeddedRuntime
 from worker.jobs import Progress as JobProgress
 from worker.jobs import due_sources
 from worker.records import BatchReport, DeadLetter, SyncOutcome, SyncReport
+from worker.runs import RunView
 from worker.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -189,6 +190,10 @@ class _OneAtATime:
         async with self.lock:
             return await self.runtime.request_sync(source_id, hints)
 
+    def runs(self) -> list[RunView]:
+        """The runtime's runs (a `worker.control.RunBoard`), so the console shows them."""
+        return self.runtime.runs()
+
 
 async def _follow(runtime: EmbeddedRuntime, progress: BarProgress, entry: SourceEntry, *, serve_api: bool) -> int:
     """Sync what the source's watcher reports, and serve the API, until SIGINT or SIGTERM."""
@@ -266,5 +271,9 @@ def _start_api(runtime: EmbeddedRuntime, syncs: _OneAtATime) -> EmbeddedServer |
     server.start()
     loopback = "" if control.list_tokens(runtime.settings.token_path) else " (no tokens: loopback only)"
     # Printed plainly: a newcomer copies the URL, and scripts (and the tests) read it.
-    print(f"serving the API on {server.url}{loopback}; docs at {server.url}/docs", file=sys.stderr, flush=True)
+    print(
+        f"serving the API on {server.url}{loopback}; console at {server.url}/ and docs at {server.url}/docs",
+        file=sys.stderr,
+        flush=True,
+    )
     return server

@@ -37,7 +37,8 @@ def register_token_commands(app: typer.Typer) -> None:
         settings = settings.model_copy(update=updates)
         with reported():
             sock = bind(settings)
-        typer.echo(f"serving the API on {url_of(sock)} (docs: {url_of(sock)}/docs)", err=True)
+        url = url_of(sock)
+        typer.echo(f"serving the API on {url} (console at {url}/ and docs at {url}/docs)", err=True)
         serve_forever(sock)
 
 
