@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint install
+.PHONY: run test lint install bench
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,3 +27,9 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# Every benchmark of bench/ end to end, and one report with charts: bench/report/REPORT.md (QUICK=1: a 2-minute subset).
+bench: $(STAMP)
+	@$(BIN)/python -c "import matplotlib, langchain_core, llama_index.core, rank_bm25, Stemmer" 2>/dev/null \
+		|| $(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m bench.report $(if $(QUICK),--quick)
