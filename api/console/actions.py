@@ -26,6 +26,8 @@ from worker.control import ErasureTarget, Services, SourceRequest, SyncOutcome, 
 logger = logging.getLogger(__name__)
 
 router = APIRouter(route_class=ConsoleRoute, include_in_schema=False)
+# Every field has a default: a form missing one is answered by the console's own checks, as a page, not
+# by the framework's JSON validation error.
 Csrf = Annotated[str, Form(alias=CSRF_FIELD)]
 
 
@@ -75,9 +77,9 @@ def _says(outcome: SyncOutcome) -> str:
 @router.post("/sources")
 async def add_source(
     request: Request,
-    csrf: Csrf,
-    kind: Annotated[str, Form()],
-    target: Annotated[str, Form()],
+    csrf: Csrf = "",
+    kind: Annotated[str, Form()] = "",
+    target: Annotated[str, Form()] = "",
     id: Annotated[str, Form()] = "",
     label: Annotated[str, Form()] = "",
     namespace: Annotated[str, Form()] = "",
@@ -104,22 +106,26 @@ async def add_source(
 
 
 @router.post("/sources/{source_id}/sync")
-async def sync_source(request: Request, source_id: str, csrf: Csrf) -> Response:
+async def sync_source(request: Request, source_id: str, csrf: Csrf = "") -> Response:
     services = _allowed(request, csrf)
     outcome = await control.sync_now(services.state(), _runner(request, services), source_id)
     return back(request, "/progress", _says(outcome))
 
 
 @router.post("/sources/{source_id}/enabled")
-async def set_enabled(request: Request, source_id: str, csrf: Csrf, enabled: Annotated[str, Form()]) -> Response:
+async def set_enabled(
+    request: Request, source_id: str, csrf: Csrf = "", enabled: Annotated[str, Form()] = ""
+) -> Response:
     services = _allowed(request, csrf)
+    if enabled not in ("true", "false"):
+        raise InvalidRequestError("enabled must be true or false")
     entry = control.set_enabled(services.state(), source_id, enabled == "true")
     return back(request, "/sources", f"{entry.id} is {'enabled' if entry.enabled else 'disabled'}")
 
 
 @router.post("/sources/{source_id}/remove")
 async def remove_source(
-    request: Request, source_id: str, csrf: Csrf, keep_items: Annotated[str, Form()] = ""
+    request: Request, source_id: str, csrf: Csrf = "", keep_items: Annotated[str, Form()] = ""
 ) -> Response:
     services = _allowed(request, csrf)
     keep = keep_items == "on"
@@ -131,14 +137,14 @@ async def remove_source(
 
 
 @router.post("/dead-letters/{letter}/replay")
-async def replay_one(request: Request, letter: str, csrf: Csrf) -> Response:
+async def replay_one(request: Request, letter: str, csrf: Csrf = "") -> Response:
     services = _allowed(request, csrf)
     done = await control.replay_dead_letter(services.state(), _runner(request, services), letter)
     return back(request, "/progress", f"replaying {', '.join(done.units) or 'the source'} of {done.source_id}")
 
 
 @router.post("/dead-letters/replay")
-async def replay_all(request: Request, csrf: Csrf, source: Annotated[str, Form()] = "") -> Response:
+async def replay_all(request: Request, csrf: Csrf = "", source: Annotated[str, Form()] = "") -> Response:
     services = _allowed(request, csrf)
     replays = await control.replay_dead_letters(services.state(), _runner(request, services), source or None)
     units = sum(len(r.units) for r in replays)
@@ -147,7 +153,7 @@ async def replay_all(request: Request, csrf: Csrf, source: Annotated[str, Form()
 
 @router.post("/dead-letters/purge")
 async def purge(
-    request: Request, csrf: Csrf, source: Annotated[str, Form()] = "", confirm: Annotated[str, Form()] = ""
+    request: Request, csrf: Csrf = "", source: Annotated[str, Form()] = "", confirm: Annotated[str, Form()] = ""
 ) -> Response:
     services = _allowed(request, csrf)
     where = "/dead-letters" + (f"?source={source}" if source else "")
@@ -160,9 +166,9 @@ async def purge(
 @router.post("/erasures")
 async def request_erasure(
     request: Request,
-    csrf: Csrf,
-    scope: Annotated[str, Form()],
-    target: Annotated[str, Form()],
+    csrf: Csrf = "",
+    scope: Annotated[str, Form()] = "",
+    target: Annotated[str, Form()] = "",
     confirm: Annotated[str, Form()] = "",
     kinds: Annotated[list[str] | None, Form()] = None,
 ) -> Response:

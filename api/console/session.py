@@ -78,7 +78,11 @@ def session_of(request: Request) -> tuple[str, bool]:
     current = request.cookies.get(SESSION_COOKIE)
     if current and len(current) <= 64:
         return current, False
-    return secrets.token_urlsafe(24), True
+    # Made once per request: the page's forms and the cookie that the response sets must agree.
+    made: str | None = getattr(request.state, "console_session", None)
+    if made is None:
+        made = request.state.console_session = secrets.token_urlsafe(24)
+    return made, True
 
 
 def viewer_of(request: Request, keys: Keys, tokens: TokenStore) -> Viewer:
