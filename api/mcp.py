@@ -2,7 +2,8 @@
 
 Every HTTP request is authenticated as the other routes are (401 and 403 answered here, in the API's error
 shape, before MCP sees it); the caller's scope then fixes the tools the MCP server offers and runs for that
-request. The session manager is stateless: each request carries what it needs, so any API process answers it.
+request, a store into what an erasure covers included (a tool error carrying the refusal). The session
+manager is stateless: each request carries what it needs, so any API process answers it.
 """
 
 from __future__ import annotations
@@ -56,4 +57,4 @@ class McpEndpoint:
         caller = request.scope.get(_CALLER) if isinstance(request, Request) else None
         if not isinstance(caller, Caller):
             raise RuntimeError("an MCP request reached the tools without an authenticated caller")
-        return tools_for(caller, self.services.engine())
+        return tools_for(caller, self.services)

@@ -1,7 +1,8 @@
 """The agent surfaces: the seven memory tools (`/v1/tools`) and the compiled brief (`/v1/context.md`).
 
 Both run under the bearer token's scope: writes land at its place, reads stay within its reach, and a
-read-only token is offered no write tool (and refused one with 403).
+read-only token is offered no write tool (and refused one with 403). A store where an erasure covers what it
+would store (the place or an account above it, for that kind) is refused with 409: erased stays erased.
 """
 
 from __future__ import annotations
@@ -13,22 +14,24 @@ from fastapi.responses import PlainTextResponse, Response
 
 from api.auth import CallerDep, ServicesDep
 from api.errors import ForbiddenError
-from engines.contract import MemoryEngine
 from engines.tools import WRITE_TOOL_NAMES, ContextSpec, MemoryTools, ToolScope, ToolSpec, compile_context
-from worker.control import Caller
+from worker import control
+from worker.control import Caller, Services
 
 router = APIRouter(prefix="/v1", tags=["agents"])
 
 
-def tools_for(caller: Caller, engine: MemoryEngine) -> MemoryTools:
-    """The memory tools under the caller's scope: its place, its reach, its right to write."""
-    return MemoryTools(engine, ToolScope(place=caller.place, reach=caller.reach, writes=caller.writes))
+def tools_for(caller: Caller, services: Services) -> MemoryTools:
+    """The memory tools under the caller's scope (its place, its reach, its right to write), refusing a store
+    into what an erasure covers."""
+    scope = ToolScope(place=caller.place, reach=caller.reach, writes=caller.writes)
+    return control.guarded_tools(services.state(), services.engine(), scope)
 
 
 @router.get("/tools", response_model=list[ToolSpec])
 async def list_tools(caller: CallerDep, services: ServicesDep) -> list[dict[str, Any]]:
     """The tools this token may call, with their frozen JSON Schemas, ready to hand to a model."""
-    return [spec.model_dump(mode="json") for spec in tools_for(caller, services.engine()).specs()]
+    return [spec.model_dump(mode="json") for spec in tools_for(caller, services).specs()]
 
 
 @router.post("/tools/{name}", responses={200: {"content": {"application/json": {}}}})
@@ -41,7 +44,7 @@ async def call_tool(
     """Run one tool with the model's arguments; the answer is the tool's result, compact JSON."""
     if name in WRITE_TOOL_NAMES and not caller.writes:
         raise ForbiddenError(f"{name}: token {caller.name!r} is read-only: it cannot store or forget")
-    result = await tools_for(caller, services.engine()).call(name, arguments)
+    result = await tools_for(caller, services).call(name, arguments)
     return Response(result, media_type="application/json")
 
 

@@ -27,10 +27,10 @@ def register_mcp_command(app: typer.Typer) -> None:
     ) -> None:
         """Serve the seven memory tools over MCP (stdio), under one scope, until the client closes."""
         from engines.contract import Namespace
-        from engines.tools import MemoryTools, ToolScope
+        from engines.tools import ToolScope
         from engines.tools.mcp import serve_stdio
         from worker import control
-        from worker.services import close_engine, open_engine
+        from worker.services import close_engine, open_engine, open_state
         from worker.tokens import reach_for
 
         settings = load_settings(config)
@@ -46,7 +46,9 @@ def register_mcp_command(app: typer.Typer) -> None:
                 at = Namespace.parse(place)
                 scope = ToolScope(place=at, reach=reach_for(at, reach), writes=not read_only)  # type: ignore[arg-type]
             engine = open_engine(settings)
+            state = open_state(settings)  # its tombstones: a store into what was erased is refused
         try:
-            asyncio.run(serve_stdio(MemoryTools(engine, scope)))
+            asyncio.run(serve_stdio(control.guarded_tools(state, engine, scope)))
         finally:
+            state.close()
             close_engine(engine)
