@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint install bench
+.PHONY: run test lint install bench browser
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,7 +19,15 @@ install: $(STAMP)
 run: $(STAMP)
 	TINYMEMORY_DATA_DIR=$${TINYMEMORY_DATA_DIR:-.tinymemory} $(BIN)/tinymemory up examples/notes
 
-test: $(STAMP)
+# The console's browser tests drive Debian's Chromium: installed here when missing and possible (as root with
+# apt-get); otherwise those tests skip and say why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || \
+		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; }; } || \
+		echo "no Chromium could be installed (apt-get install chromium): the browser tests will skip"
+
+test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest

@@ -179,7 +179,7 @@ async def request_erasure(
         return back(request, "/erasures", f"type {target!r} again to confirm: an erasure cannot be undone")
     erasure = _target(scope, target, kinds or [])
     receipt = await control.request_erasure(services.state(), services.erasures(), erasure, who.name)
-    return back(request, f"/erasures/{receipt.id}", f"erasure {receipt.id} is {receipt.status}")
+    return back(request, f"/erasures/{receipt.id}", f"erasure {receipt.id} asked for; its receipt follows it here")
 
 
 def _target(scope: str, target: str, kinds: Iterable[str]) -> ErasureTarget:
