@@ -149,7 +149,7 @@ def _backfill(settings: Settings, celery: Celery, source_id: str, timeout: float
         raise fail(err.message) from err
     progress = RunProgress(client, prefix=settings.redis_prefix)
     run_id = uuid.uuid4().hex
-    progress.start(run_id)
+    progress.start(run_id, source_id=source_id)
     if not enqueue_sync(celery, Leases(client, prefix=settings.redis_prefix), settings, source_id, run_id=run_id):
         typer.echo(f"a sync of {source_id} is already queued or running; it will run again right after", err=True)
         return 0
