@@ -69,10 +69,12 @@ def headline_values(runs: Sequence[Run], headline: Headline) -> list[float]:
     return found
 
 
-def number(value: float) -> str:
-    """Three significant figures, thousands separated; no exponent."""
+def number(value: float, whole: bool | None = None) -> str:
+    """Three significant figures, thousands separated, no exponent; a whole number (or `whole`) as it is."""
     if math.isnan(value) or math.isinf(value):
         return str(value)
+    if whole if whole is not None else value == int(value):
+        return f"{round(value):,}"
     if value == 0:
         return "0"
     digits = max(0, 2 - math.floor(math.log10(abs(value))))
@@ -80,10 +82,9 @@ def number(value: float) -> str:
 
 
 def span_text(values: Sequence[float]) -> str:
-    """One value, or the range `min–max` of several (equal values shown once)."""
+    """One value, or the range `min–max` of several (equal values shown once); whole numbers only if all are."""
     if not values:
         return "—"
-    low, high = min(values), max(values)
-    if number(low) == number(high):
-        return number(low)
-    return f"{number(low)}–{number(high)}"
+    whole = all(v == int(v) for v in values if not (math.isnan(v) or math.isinf(v)))
+    low, high = number(min(values), whole), number(max(values), whole)
+    return low if low == high else f"{low}–{high}"

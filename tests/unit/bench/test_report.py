@@ -62,6 +62,7 @@ def test_a_range_is_shown_once_when_its_ends_agree_and_as_min_to_max_otherwise()
     assert span_text([4.0, 4.0001]) == "4.00"
     assert span_text([12_345.0, 9_876.0, 10_000.0]) == "9,876–12,345"
     assert span_text([0.0312, 0.0298]) == "0.0298–0.0312"
+    assert span_text([400.0, 400.0]) == "400" and span_text([3.0, 12.0]) == "3–12"  # whole figures as they are
 
 
 def test_a_headline_ratio_is_taken_within_each_run_then_given_as_its_range() -> None:
@@ -151,15 +152,15 @@ def test_the_markdown_has_the_anchor_each_table_with_ranges_and_the_end_of_a_fai
         headlines=(headline,),
     )
     runs = [
-        run_of({"table": "erase", "ratio": 4.0, "ours_s": 0.5}),
-        run_of({"table": "erase", "ratio": 6.0, "ours_s": 0.25}, rc=1),
+        run_of({"table": "erase", "ratio": 4.5, "ours_s": 0.5}),
+        run_of({"table": "erase", "ratio": 6.25, "ours_s": 0.25}, rc=1),
     ]
     text = "\n".join(section(bench, runs, quick=False))
     assert "**Anchor:** page by page." in text
-    assert "| anchor / ours | 4.00–6.00 |" in text
-    assert "| 4.00–6.00 | 0.250–0.500 |" in text  # the erase table: each figure's range
+    assert "| anchor / ours | 4.50–6.25 |" in text
+    assert "| 4.50–6.25 | 0.250–0.500 |" in text  # the erase table: each figure's range
     assert "exit status 1" in text and "the end" in text
-    assert "| Erasure | anchor / ours | 4.00–6.00 | 2 |" in "\n".join(summary([(bench, runs)]))
+    assert "| Erasure | anchor / ours | 4.50–6.25 | 2 |" in "\n".join(summary([(bench, runs)]))
 
 
 def test_the_charts_are_drawn_from_the_records(tmp_path: Path) -> None:
