@@ -267,3 +267,23 @@ def test_an_admin_erases_the_source_and_reads_its_receipt(console: Console, brow
     expect(page.get_by_text("Nothing matched.")).to_be_visible()
     page.goto("/erasures")
     expect(page.locator("tr[data-erasure]").first).to_contain_text("source library")
+
+
+def test_the_console_works_with_javascript_off(console: Console, browser: object) -> None:
+    context = browser.new_context(base_url=console.url, java_script_enabled=False)  # type: ignore[attr-defined]
+    page: Page = context.new_page()
+    page.goto("/login?next=/search")
+    page.get_by_label("Token").fill(console.admin)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(r"/search$"))
+    page.get_by_label("Query").fill("console test")
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator("ol.hits a.hit-title").first).to_contain_text("hello.md")
+    page.goto("/progress")
+    expect(page.get_by_role("link", name="reload")).to_be_visible()  # the noscript way to follow progress
+    page.goto("/sources")
+    row = page.locator("tr", has_text="watched")
+    row.get_by_role("button", name=re.compile("^Disable")).click()
+    expect(page.get_by_role("status")).to_contain_text("is disabled")
+    page.locator("tr", has_text="watched").get_by_role("button", name=re.compile("^Enable")).click()
+    expect(page.get_by_role("status")).to_contain_text("is enabled")
