@@ -52,16 +52,16 @@ PLAN: tuple[Bench, ...] = (
         title="Folder backfill of the markitdown test files, against markitdown alone",
         script="bench/backfill.py",
         full=(str(CORPUS / "markitdown-test-files"), "--skip-peers"),
-        quick=(str(CORPUS / "markitdown-test-files"), "--skip-peers"),
+        quick=None,  # its scanned PDF and `tinymemory ingest` run twice make it the slowest minute of the run
         anchor="markitdown alone (`MarkItDown().convert(path)`) over the same files in as many warm processes",
         headlines=(Headline("first ingest: markitdown floor s / ours", "floor", "ratio", (("run", "ours"),)),),
-        repeats=2,
+        repeats=1,
     ),
     Bench(
         name="engine_local",
         title="Local engine: store_many and fetch",
         script="bench/engine_local.py",
-        full=("--items", "10000", "--queries", "100"),
+        full=("--items", "5000", "--queries", "60"),
         quick=("--items", "2000", "--queries", "30"),
         anchor="no peer runs here; hybrid and vector p95 against keyword p95 of the same run (target <= 3.3x), "
         "store_many against its target of 5,000 items/s",
@@ -75,7 +75,7 @@ PLAN: tuple[Bench, ...] = (
         name="api_load",
         title="Read API under load",
         script="bench/api_load.py",
-        full=("--items", "5000", "--seconds", "5", "--queries", "60"),
+        full=("--items", "3000", "--seconds", "3", "--queries", "30"),
         quick=("--items", "1000", "--seconds", "2", "--queries", "15"),
         anchor="the same queries through the engine in-process, one at a time (HTTP cost = HTTP p50 - engine p50)",
         headlines=(
@@ -88,7 +88,7 @@ PLAN: tuple[Bench, ...] = (
         name="cortex_requests",
         title="CortexDB backfill: requests per batch by wire",
         script="bench/cortex_requests.py",
-        full=("--items", "1000", "--anchor-items", "100"),
+        full=("--items", "500", "--anchor-items", "50"),
         quick=("--items", "300", "--anchor-items", "30", "--in-flight", "1"),
         anchor="the same items stored one `store()` call at a time (one request per item and more)",
         headlines=(
@@ -120,7 +120,7 @@ PLAN: tuple[Bench, ...] = (
         name="legacy_import",
         title="Legacy v1 import",
         script="bench/legacy_import.py",
-        full=("--rows", "20000", "--repeat", "1"),
+        full=("--rows", "10000", "--repeat", "1"),
         quick=("--rows", "3000", "--repeat", "1"),
         anchor="`store_many` alone on exactly the items the import stores (the floor)",
         headlines=(Headline("migrate: floor s / migrate s", "steps", "floor_s", (("step", "migrate"),), "wall_s"),),
@@ -129,7 +129,7 @@ PLAN: tuple[Bench, ...] = (
         name="scrub_quality",
         title="Scrubber: recall, prose left alone, throughput",
         script="bench/scrub_quality.py",
-        full=(TLDR_PAGES, "--repeat", "2", "--sample", "5"),
+        full=(TLDR_PAGES, "--repeat", "1", "--sample", "5"),
         quick=(f"{TLDR_PAGES}/linux", "--repeat", "1", "--sample", "3"),
         anchor="the scrubber before issue 15 (`pipeline/scrub` at that commit, from git), taking turns page by page",
         headlines=(Headline("throughput: anchor CPU / default", "throughput", "ratio", (("scrubber", "default"),)),),
@@ -139,7 +139,7 @@ PLAN: tuple[Bench, ...] = (
         name="sources",
         title="Network sources: requests and seconds per sync",
         script="bench/sources.py",
-        full=("--pages", "100", "--entries", "200", "--files", "2000"),
+        full=("--quick",),
         quick=("--pages", "20", "--entries", "30", "--files", "300", "--changes", "10"),
         anchor="each case's own first sync (requests and seconds of the later syncs over the first's)",
         headlines=(
@@ -151,9 +151,10 @@ PLAN: tuple[Bench, ...] = (
     ),
     Bench(
         name="search_quality",
-        title="Search quality (NFCorpus, tldr known-item)",
+        title="Search quality (NFCorpus)",
         script="bench/search_quality.py",
-        full=("--embedders", "static", "--tldr-queries", "200"),
+        # NFCorpus only (no tldr folder): the tldr known-item collection indexes all 7,425 pages, minutes more.
+        full=("--embedders", "static", "--tldr", str(CORPUS / "none")),
         quick=None,
         anchor="rank_bm25 BM25Okapi with Porter stemming and the same stop words, on the same texts",
         headlines=(
