@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     errors.install(app)
     count_requests(app)
     for router in (memory.router, agents.router, ops.router, admin.router, erasures.router, legacy.router):
-        app.include_router(router)
+        app.include_router(router, responses=errors.documented_errors())
     # An ASGI endpoint of its own (the MCP transport), not an OpenAPI operation.
     console.install(app)
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))

@@ -58,6 +58,35 @@ ERROR_TABLE: Final[Sequence[tuple[type[Error], Mapping]]] = (
 )
 
 
+# Body validation answers 422 from `_invalid_body`, outside the table.
+INVALID_BODY_STATUS: Final = 422
+
+
+# The body of every failure, as the OpenAPI schema documents it on every route (`error_body` writes it).
+ERROR_BODY_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["kind", "message"],
+            "properties": {"kind": {"type": "string"}, "message": {"type": "string"}},
+        }
+    },
+}
+
+
+def documented_errors() -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI `responses` of every route: each status a failure may answer, with the one error body, so a
+    client (and the schema fuzzer) knows every answer a route can give. An error is JSON even on the routes
+    that answer text (`/metrics`, `/v1/context.md`)."""
+    statuses = sorted({mapping.status for _, mapping in ERROR_TABLE} | {INVALID_BODY_STATUS})
+    kinds = {status: [m.kind for _, m in ERROR_TABLE if m.status == status] for status in statuses}
+    kinds[INVALID_BODY_STATUS] = ["invalid_request"]
+    content = {"application/json": {"schema": ERROR_BODY_SCHEMA}}
+    return {status: {"description": ", ".join(kinds[status]), "content": content} for status in statuses}
+
+
 def mapping_of(error: Error) -> Mapping:
     return next(mapping for kind, mapping in ERROR_TABLE if isinstance(error, kind))
 
@@ -81,7 +110,7 @@ async def _contract_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _invalid_body(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return JSONResponse(error_body("invalid_request", _first_problem(exc.errors())), status_code=422)
+    return JSONResponse(error_body("invalid_request", _first_problem(exc.errors())), status_code=INVALID_BODY_STATUS)
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

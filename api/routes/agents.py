@@ -48,13 +48,19 @@ async def call_tool(
     return Response(result, media_type="application/json")
 
 
-@router.get("/context.md", response_class=PlainTextResponse)
+class MarkdownResponse(PlainTextResponse):
+    """Markdown text; the OpenAPI schema names it as such (Starlette adds `charset=utf-8`)."""
+
+    media_type = "text/markdown"
+
+
+@router.get("/context.md", response_class=MarkdownResponse)
 async def context_md(
     caller: CallerDep,
     services: ServicesDep,
     budget_tokens: Annotated[int, Query(ge=1, le=100_000, description="The brief's size, in tokens.")] = 1500,
-) -> PlainTextResponse:
+) -> MarkdownResponse:
     """The brief a host injects at the start of an agent's run, compiled within the token's reach."""
     document = await compile_context(services.engine(), ContextSpec(budget_tokens=budget_tokens, reach=caller.reach))
     headers = {"X-Context-Tokens": str(document.tokens)}
-    return PlainTextResponse(document.markdown, media_type="text/markdown; charset=utf-8", headers=headers)
+    return MarkdownResponse(document.markdown, headers=headers)

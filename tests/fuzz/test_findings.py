@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from api.errors import ERROR_TABLE
 from engines.contract import FetchMode, FetchRequest, InvalidRequestError, ListRequest
 from engines.cortex.ranked import FETCH_TAG
 from engines.cortex.ranked import fetch_offset as cortex_fetch_offset
 from engines.cortex.reads import LIST_TAG, ListCursor
 from engines.local import LocalEngine
-from tests.unit.api.conftest import seed
+from tests.integration.test_api_fuzz import _openapi
+from tests.unit.api.conftest import Api, api, seed
+
+__all__ = ["api"]
 
 # More digits than `int()` converts (4,300), from a cursor a client wrote by hand.
 LONG_DIGITS = "1" * 5000
@@ -45,3 +49,25 @@ async def test_a_local_cursor_with_thousands_of_digits_is_past_the_end(tmp_path:
 def test_a_cortex_cursor_nested_too_deep_is_unknown(decode: object) -> None:
     with pytest.raises(InvalidRequestError, match="unknown cursor"):
         decode()  # type: ignore[operator]
+
+
+# --- The OpenAPI schema once documented neither the error answers nor `context.md`'s media type. -------------
+
+
+def test_every_operation_documents_every_error_answer_with_its_body() -> None:
+    schema = _openapi()
+    statuses = {str(mapping.status) for _, mapping in ERROR_TABLE} | {"422"}
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            # `/readyz` answers 503 with the engine's health, documented on the route itself.
+            assert statuses <= set(responses), (method, path)
+            documented = responses["400"]["content"]["application/json"]["schema"]
+            assert documented["required"] == ["error"], (method, path)
+
+
+async def test_context_md_is_documented_and_answered_as_markdown(api: Api) -> None:
+    documented = _openapi()["paths"]["/v1/context.md"]["get"]["responses"]["200"]["content"]
+    answer = await api.client.get("/v1/context.md")
+    assert answer.status_code == 200 and list(documented) == ["text/markdown"]
+    assert answer.headers["content-type"] == "text/markdown; charset=utf-8"
