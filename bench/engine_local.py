@@ -1,8 +1,16 @@
 """Benchmark of the local engine: store_many throughput, fetch latency per mode, file size.
 
     .venv/bin/python bench/engine_local.py [--items 50000] [--queries 200] [--dir DIR] [--embedder static|hashing]
+                                           [--tldr ../shared/corpus/tldr-pages] [--write-only] [--repeats 3]
 
-Documents are generated (about 2 KB of text from a Zipf-distributed vocabulary of made-up words),
+First, the write path against its floor: on the same texts, `store_many` (batches of 100, fresh file,
+the chosen embedder) against bare SQLite (a rowid table plus a contentless FTS5 index with the
+engine's tokenizer and pragmas, 100 rows a commit), both measured in this run, batch by batch in
+turn, over `--repeats` runs; the ratio is engine / floor (target >= 0.6). The texts are tldr-pages'
+common pages (as a folder sync makes them: title, folder, path, observed time) when `--tldr` is given
+or found beside this checkout, and 5,000 of the generated 2 KB documents. `--write-only` stops there.
+
+Then the large run: documents are generated (about 2 KB of text from a Zipf-distributed vocabulary of made-up words),
 stored in batches of 100 one call at a time, then queried with three words drawn from a random
 stored document; "source doc in top 10" is how often that document is among the first ten hits.
 The made-up words share letters heavily, which is hard on the lexical hashing embedder, and mean
@@ -20,16 +28,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import sqlite3
 import statistics
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
-from engines.contract import Document, FetchMode, FetchRequest, MemoryMeta
+from engines.contract import Document, FetchMode, FetchRequest, MemoryMeta, SourceKind, SourceRef
 from engines.local import Embedder, HashingEmbedder, LocalEngine
+from engines.local.schema import FTS_TOKENIZER
 from engines.local.static import StaticEmbedder
 
 TARGET_STORE_PER_S = 5_000
+TARGET_FLOOR_RATIO = 0.6
+FLOOR_DOCS = 5_000
+DEFAULT_TLDR = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "tldr-pages"
 TARGET_P95_MS = {FetchMode.KEYWORD: 30.0, FetchMode.VECTOR: 100.0, FetchMode.HYBRID: 100.0}
 
 
@@ -50,6 +64,85 @@ def documents(count: int, words: list[str], rng: random.Random) -> list[Document
         meta = MemoryMeta(workspace=f"ws-{n % 10}", folder=f"/notes/{n % 100}", file_path=f"/notes/{n % 100}/{n}.md")
         docs.append(Document.from_text(text[:2048], meta=meta, title=f"Note {n}"))
     return docs
+
+
+def tldr_documents(root: Path) -> list[Document]:
+    """tldr-pages' common pages as a folder sync stores them (one item a page: they are all small)."""
+    folder = root / "pages" / "common"
+    docs = []
+    for path in sorted(folder.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        meta = MemoryMeta(
+            workspace=str(root),
+            folder=str(folder),
+            file_path=str(path),
+            source=SourceRef(kind=SourceKind.FOLDER, id="tldr"),
+            observed_at=datetime.fromtimestamp(path.stat().st_mtime, UTC),
+        )
+        title = text.split("\n", 1)[0].lstrip("# ").strip() or None
+        docs.append(Document.from_text(text, meta=meta, title=title, mime="text/markdown"))
+    return docs
+
+
+class FloorStore:
+    """Bare SQLite: a rowid table and a contentless FTS5 index (the engine's tokenizer and pragmas)."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        for pragma in ("page_size = 16384", "journal_mode = WAL", "synchronous = NORMAL", "cache_size = -65536"):
+            self.conn.execute(f"PRAGMA {pragma}")
+        self.conn.execute("CREATE TABLE docs (rowid INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE docs_text USING fts5 (text, content = '', tokenize = '{FTS_TOKENIZER}')"
+        )
+        self.rows = 0
+
+    def store(self, texts: list[str]) -> None:
+        """One commit of these texts."""
+        rows = list(enumerate(texts, start=self.rows + 1))
+        self.rows += len(rows)
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.executemany("INSERT INTO docs (rowid, body) VALUES (?, ?)", rows)
+        self.conn.executemany("INSERT INTO docs_text (rowid, text) VALUES (?, ?)", rows)
+        self.conn.execute("COMMIT")
+
+
+async def interleaved(docs: list[Document], folder: Path, embedder: Embedder) -> tuple[float, float]:
+    """Seconds spent by the floor and by `store_many`, each on fresh files, batch by batch in turn, so a
+    busy machine slows both alike (this machine's load varies too much within a second for runs in turn)."""
+    floor = FloorStore(folder / f"floor-{time.perf_counter_ns()}.sqlite3")
+    engine = LocalEngine(folder / f"engine-{time.perf_counter_ns()}.sqlite3", embedder=embedder)
+    await engine.wait_for_vectors()  # open the file and settle the embedder outside the clock
+    floor_s = engine_s = 0.0
+    for start in range(0, len(docs), 100):
+        batch = docs[start : start + 100]
+        texts = [doc.body.value for doc in batch]
+        began = time.perf_counter()
+        floor.store(texts)
+        middle = time.perf_counter()
+        await engine.store_many(batch)
+        floor_s, engine_s = floor_s + middle - began, engine_s + time.perf_counter() - middle
+    floor.conn.close()
+    engine.close()
+    return floor_s, engine_s
+
+
+async def write_ratios(corpora: dict[str, list[Document]], embedder: Embedder, repeats: int) -> None:
+    """store_many against the bare SQLite+FTS5 floor on the same texts, over `repeats` interleaved runs."""
+    await embedder.embed(["warm the model up"])
+    for name, docs in corpora.items():
+        floor_s = engine_s = 0.0
+        with tempfile.TemporaryDirectory(prefix="tm-bench-floor-") as tmp:
+            for _ in range(repeats):
+                floor_run, engine_run = await interleaved(docs, Path(tmp), embedder)
+                floor_s, engine_s = floor_s + floor_run, engine_s + engine_run
+        floor, ours = len(docs) * repeats / floor_s, len(docs) * repeats / engine_s
+        chars = sum(len(doc.body.value) for doc in docs) / len(docs)
+        print(
+            f"write {name} ({len(docs):,} docs, {chars:,.0f} chars avg, {repeats} runs): store_many {ours:,.0f} "
+            f"docs/s  floor {floor:,.0f} docs/s  ratio {ours / floor:.2f} (target >= {TARGET_FLOOR_RATIO})",
+            flush=True,
+        )
 
 
 async def store_all(engine: LocalEngine, docs: list[Document]) -> list[float]:
@@ -86,10 +179,19 @@ async def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--embedder", choices=("static", "hashing"), default="static")
+    parser.add_argument("--tldr", type=Path, default=DEFAULT_TLDR)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--write-only", action="store_true")
     args = parser.parse_args()
     embedder: Embedder = StaticEmbedder() if args.embedder == "static" else HashingEmbedder()
     rng = random.Random(7)
     words = vocabulary(rng)
+    corpora = {"synthetic-2k": documents(FLOOR_DOCS, words, random.Random(11))}
+    if (args.tldr / "pages" / "common").is_dir():
+        corpora = {"tldr-pages": tldr_documents(args.tldr), **corpora}
+    await write_ratios(corpora, embedder, args.repeats)
+    if args.write_only:
+        return
     print(f"generating {args.items:,} documents of about 2 KB ...", flush=True)
     docs = documents(args.items, words, rng)
     folder = args.dir or Path(tempfile.mkdtemp(prefix="tm-bench-"))

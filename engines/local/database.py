@@ -110,8 +110,10 @@ class _Lane:
         self._conn: sqlite3.Connection | None = None
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._call, work)
+        return await self.submit(work)
+
+    def submit(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        return asyncio.get_running_loop().run_in_executor(self._executor, self._call, work)
 
     def run_now(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return self._executor.submit(self._call, work).result()
@@ -193,6 +195,11 @@ class Database:
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work` on the writing thread; SQLite failures become contract errors."""
         return await self._writer.run(work)
+
+    def submit(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """`run`, with `work` handed to the writing thread at once (before the caller next awaits), so the
+        caller can go on with what `work` waits for (see `feed.Feed`)."""
+        return self._writer.submit(work)
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run read-only `work` on a reading thread; it sees every committed write. `work` may run at the

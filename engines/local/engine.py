@@ -30,7 +30,6 @@ from engines.contract import (
     GetRequest,
     Hit,
     Item,
-    ItemId,
     ListPage,
     ListRequest,
     MemoryEngine,
@@ -45,12 +44,12 @@ from engines.contract import (
 from engines.local import pending, reads, writes
 from engines.local.backlog import VectorBacklog
 from engines.local.database import Database
-from engines.local.embed import Embedder, Vectors, embeds_quickly
+from engines.local.embed import Embedder, Vectors
+from engines.local.feed import store_items
 from engines.local.fusion import fusion_for
 from engines.local.openai import ChatSynthesizer
 from engines.local.ranking import Rankers, Ranking, RankRequest, rank
 from engines.local.recall import extractive_answer
-from engines.local.rows import PreparedItem, prepare
 from engines.local.search import TermCounts
 from engines.local.static import StaticEmbedder
 from engines.local.vectors import VectorIndex
@@ -204,49 +203,9 @@ class LocalEngine(MemoryEngine):
 
     async def _store(self, items: _Items) -> _Receipts:
         await self._open()
-        identified = [item.identified() for item in items]
-        ids = [item_id for item_id, _ in identified]
-        held: set[ItemId] = set()
-        if not embeds_quickly(self._embedder):
-            # A replayed batch must not pay a model or an endpoint for vectors it already has. The
-            # hashing embedder costs less than this lookup, and the write skips held items anyway.
-            held = await self._db.read(lambda conn: writes.held_ids(conn, self._tenant, ids))
-        fresh: dict[ItemId, PreparedItem] = {}
-        for (item_id, wire), item in zip(identified, items, strict=True):
-            if item_id not in held and item_id not in fresh:
-                fresh[item_id] = prepare(self._tenant, item_id, item, wire, self._passage_chars)
-        prepared = list(fresh.values())
-        vectors = await self._vectors_now(prepared)
-        identity = self._embedder.identity
-        inserted = await self._db.run(
-            lambda conn: writes.insert_items(conn, self._tenant, prepared, vectors, identity) if prepared else set()
+        return await store_items(
+            self._db, self._tenant, self._embedder, items, self._passage_chars, self._backlog.notify
         )
-        if any(item_id not in vectors for item_id in inserted):
-            self._backlog.notify()
-        receipts = []
-        for item_id in ids:
-            receipts.append(StoreReceipt(id=item_id, replayed=item_id not in inserted))
-            inserted.discard(item_id)  # a later copy in the same batch is a replay of the first
-        return receipts
-
-    async def _vectors_now(self, prepared: list[PreparedItem]) -> dict[ItemId, Vectors]:
-        """The vectors computed before the write: every item's for a cheap embedder, else the last item's
-        (the contract lets ranked reads lag only for the others). A failing embedder leaves them to the backlog."""
-        chosen = prepared if embeds_quickly(self._embedder) else prepared[-1:]
-        texts = [passage.text for prep in chosen for passage in prep.passages]
-        if not texts:
-            return {}
-        try:
-            matrix = await self._embedder.embed(texts)
-        except Error as err:
-            logger.warning("embedding at store failed, the backlog will retry (keyword search meanwhile): %s", err)
-            return {}
-        vectors: dict[ItemId, Vectors] = {}
-        row = 0
-        for prep in chosen:
-            vectors[prep.id] = matrix[row : row + len(prep.passages)]
-            row += len(prep.passages)
-        return vectors
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
         target.check()

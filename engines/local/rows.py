@@ -15,6 +15,7 @@ from engines.contract import (
     hit_of,
     parse_item,
 )
+from engines.local.embed import Vectors
 from engines.local.where import SQLValue, micros, ns_key
 
 ITEM_COLUMNS = (
@@ -45,6 +46,15 @@ class PreparedItem:
     values: tuple[SQLValue, ...]
     tags: tuple[str, ...]
     passages: tuple[Passage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Consecutive prepared items of one store call, written together, with the vectors computed for
+    them before the write (by item id; an item without any has its passages queued for the backlog)."""
+
+    items: list[PreparedItem]
+    vectors: dict[str, Vectors]
 
 
 def prepare(tenant: str, item_id: str, item: Item, wire: str, passage_chars: int) -> PreparedItem:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Iterable, Iterator
 
 from engines.contract import ItemId
 from engines.local import pending
 from engines.local.database import write_transaction
-from engines.local.embed import Vectors
-from engines.local.rows import ITEM_COLUMNS, ITEM_MARKS, PreparedItem, indexed_texts
+from engines.local.rows import ITEM_COLUMNS, ITEM_MARKS, Chunk, indexed_texts
 from engines.local.where import SQLValue, Where
 
 _CHUNK = 500  # ids per IN (...) list, well under SQLite's bound on parameters
@@ -40,58 +40,83 @@ def held_ids(conn: sqlite3.Connection, tenant: str, ids: Iterable[ItemId]) -> se
     return held
 
 
-def insert_items(
-    conn: sqlite3.Connection, tenant: str, prepared: list[PreparedItem], vectors: dict[ItemId, Vectors], embedder: str
-) -> set[ItemId]:
-    """Insert the items in one transaction; returns the ids actually inserted (the rest were held,
-    perhaps written by another process since they were looked up).
+class _Numbers:
+    """The next item and passage numbers of one write transaction, and what it has written so far."""
 
-    `vectors` holds the passage vectors of the items embedded before the write, which are stored
-    with them when the file's vectors are `embedder`'s; every other passage is queued for the backlog.
-    Rows are numbered here and written with one `executemany` per table: the write lock is held,
-    so no other writer can take those numbers, and few Python-to-SQLite round trips let the
-    caller's thread work while SQLite does.
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.seq = _next(conn, "items")
+        self.rowid = _next(conn, "passages")
+        self.inserted: set[ItemId] = set()
+        self.queued = False
+
+
+def insert_items(
+    conn: sqlite3.Connection, tenant: str, chunks: Iterable[Chunk], embedder: str
+) -> tuple[set[ItemId], bool]:
+    """Insert the chunks' items in one transaction; returns the ids actually inserted (the rest were held,
+    perhaps written by another process since they were looked up, or came earlier in the same call), and
+    whether passages were queued for the backlog.
+
+    `chunks` may still be being prepared on the caller's thread (`feed.Feed`): the write lock is taken
+    once the first chunk is there, and each chunk is inserted as it comes, so the caller's Python
+    work overlaps SQLite's (which runs without the GIL). A chunk's `vectors` are stored with its items
+    when the file's vectors are `embedder`'s; every other passage is queued for the backlog. Rows are
+    numbered here: the write lock is held, so no other writer can take those numbers.
     """
+    stream = iter(chunks)
+    first = next(stream, None)
+    if first is None:
+        return set(), False
     with write_transaction(conn):
-        held = held_ids(conn, tenant, (p.id for p in prepared))
-        if vectors and not pending.admits(conn, embedder):
-            vectors = {}  # another process's embedder now owns the file: its backlog embeds them all
-        seq, rowid = _next(conn, "items"), _next(conn, "passages")
-        inserted: set[ItemId] = set()
-        items: list[tuple[SQLValue, ...]] = []
-        tags: list[tuple[int, str]] = []
-        passages: list[tuple[SQLValue, ...]] = []
-        texts: list[tuple[int, str]] = []
-        embedded: list[tuple[int, bytes]] = []
-        queued: list[int] = []
-        for prep in prepared:
-            if prep.id in held:
-                continue
-            held.add(prep.id)
-            inserted.add(prep.id)
-            items.append((seq, *prep.values))
-            tags.extend((seq, tag) for tag in prep.tags)
-            rows = vectors.get(prep.id)
-            for n, passage in enumerate(prep.passages):
-                pages = passage.pages or (None, None)
-                passages.append((rowid, seq, passage.piece, passage.start, passage.stop, *pages, passage.section))
-                texts.append((rowid, passage.text))
-                if rows is None:
-                    queued.append(rowid)
-                else:
-                    embedded.append((rowid, rows[n].tobytes()))
-                rowid += 1
-            seq += 1
-        conn.executemany(_INSERT_ITEM, items)
-        conn.executemany("INSERT INTO item_tags (item_seq, tag) VALUES (?, ?)", tags)
-        conn.executemany(_INSERT_PASSAGE, passages)
-        conn.executemany("INSERT INTO passage_text (rowid, text) VALUES (?, ?)", texts)
-        pending.insert_vectors(conn, embedded)
-        pending.queue(conn, queued)
-        if queued:
+        admitted = pending.admits(conn, embedder)  # else another process's embedder owns the file now
+        numbers = _Numbers(conn)
+        for chunk in itertools.chain((first,), stream):
+            _insert_chunk(conn, tenant, chunk, admitted, numbers)
+        if numbers.queued:
             pending.mark_written(conn)
-    refresh_statistics(conn, seq - 1)
-    return inserted
+    refresh_statistics(conn, numbers.seq - 1)
+    return numbers.inserted, numbers.queued
+
+
+def _insert_chunk(conn: sqlite3.Connection, tenant: str, chunk: Chunk, admitted: bool, numbers: _Numbers) -> None:
+    held = held_ids(conn, tenant, [p.id for p in chunk.items if p.id not in numbers.inserted])
+    held.update(numbers.inserted)
+    items: list[tuple[SQLValue, ...]] = []
+    tags: list[tuple[int, str]] = []
+    passages: list[tuple[SQLValue, ...]] = []
+    texts: list[tuple[int, str]] = []
+    embedded: list[tuple[int, bytes]] = []
+    queued: list[int] = []
+    seq, rowid = numbers.seq, numbers.rowid
+    for prep in chunk.items:
+        if prep.id in held:
+            continue
+        held.add(prep.id)
+        numbers.inserted.add(prep.id)
+        items.append((seq, *prep.values))
+        tags.extend((seq, tag) for tag in prep.tags)
+        rows = chunk.vectors.get(prep.id) if admitted else None
+        for n, passage in enumerate(prep.passages):
+            pages = passage.pages or (None, None)
+            passages.append((rowid, seq, passage.piece, passage.start, passage.stop, *pages, passage.section))
+            texts.append((rowid, passage.text))
+            if rows is None:
+                queued.append(rowid)
+            else:
+                embedded.append((rowid, rows[n].tobytes()))
+            rowid += 1
+        seq += 1
+    numbers.seq, numbers.rowid = seq, rowid
+    conn.executemany(_INSERT_ITEM, items)
+    if tags:
+        conn.executemany("INSERT INTO item_tags (item_seq, tag) VALUES (?, ?)", tags)
+    conn.executemany(_INSERT_PASSAGE, passages)
+    conn.executemany("INSERT INTO passage_text (rowid, text) VALUES (?, ?)", texts)
+    if embedded:
+        pending.insert_vectors(conn, embedded)
+    if queued:
+        pending.queue(conn, queued)
+        numbers.queued = True
 
 
 ANALYZED_KEY = "analyzed_at_seq"
