@@ -65,11 +65,15 @@ def ingest(
     path: Annotated[Path, typer.Argument(help="A folder or a file to ingest.")],
     config: ConfigOption = None,
     as_json: JsonOption = False,
+    wait_vectors: Annotated[
+        bool,
+        typer.Option(help="Wait for the background vectors, so vector search finds everything on return."),
+    ] = True,
 ) -> None:
     """Ingest a folder or file once, with progress, then print a summary."""
     from worker.cli.ingest import run_ingest
 
-    raise typer.Exit(asyncio.run(run_ingest(load_settings(config), path, as_json)))
+    raise typer.Exit(asyncio.run(run_ingest(load_settings(config), path, as_json, wait_vectors=wait_vectors)))
 
 
 @app.command()

@@ -1,6 +1,8 @@
 """`tinymemory ingest` and `tinymemory up`: embedded ingestion with a live progress bar.
 
-Dead letters are shown once: the bar collects them while it runs, the summary lists them.
+Dead letters are shown once: the bar collects them while it runs, the summary lists them. An engine that
+embeds vectors in the background (the local engine) still has passages queued when a sync ends; `ingest`
+waits for them, with a bar of their own, so vector search finds everything once it returns.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from engines.contract import Error
+from engines.contract import Error, MemoryEngine
 from pipeline.scrub import SanitizationReport
 from sources import RESCAN, SourceEntry, WatchableSource
 from worker import control
@@ -37,6 +40,20 @@ console = Console(stderr=True)
 
 SHOWN_LETTERS = 10
 """Dead letters a summary lists one by one; the rest are counted, and `tinymemory dlq list` shows all."""
+
+VECTOR_STALL_S = 60.0
+"""How long the vector queue may not shrink before `ingest` stops waiting for it (an embedder that is down)."""
+
+_VECTOR_LOOK_S = 0.25
+
+
+@runtime_checkable
+class VectorQueue(Protocol):
+    """An engine that embeds stored passages in the background: how many wait, and a bounded wait for them."""
+
+    async def vector_backlog(self) -> int: ...
+
+    async def wait_for_vectors(self, timeout_s: float = ...) -> bool: ...
 
 
 class BarProgress(JobProgress):
@@ -73,12 +90,16 @@ class BarProgress(JobProgress):
         return letters
 
 
-def _bar(quiet: bool) -> Progress:
+_FILES = "files · {task.fields[items]} items · {task.fields[errors]} errors{task.fields[rate]}"
+
+
+def _bar(quiet: bool, counted: str = _FILES) -> Progress:
+    """A bar on standard error: what is done of what, `counted` after the count (files by default)."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("files · {task.fields[items]} items · {task.fields[errors]} errors{task.fields[rate]}"),
+        TextColumn(counted),
         TimeElapsedColumn(),
         console=console,
         disable=quiet,
@@ -152,18 +173,56 @@ async def _sync_once(runtime: EmbeddedRuntime, progress: BarProgress | None, sou
     _print_summary(summarise(sync, batches, time.perf_counter() - started, letters), as_json)
 
 
-async def run_ingest(settings: Settings, path: Path, as_json: bool) -> int:
-    """Ingest once; the exit status is 0 even when some files failed (they are dead letters)."""
+async def run_ingest(settings: Settings, path: Path, as_json: bool, *, wait_vectors: bool = True) -> int:
+    """Ingest once, then (with `wait_vectors`) wait for the engine's background vectors; the exit status is 0
+    even when some files failed (they are dead letters) or vectors are left queued (embedded at the next open)."""
     with _bar(quiet=as_json) as bar:
         progress = BarProgress(bar)
         try:
             with EmbeddedRuntime(settings, progress) as runtime:
                 entry = control.ensure_local_source(runtime.state, path)
                 await _sync_once(runtime, progress, entry.id, as_json)
+                bar.stop()  # rich shows one live display at a time: the vectors' bar follows the files'
+                if wait_vectors:
+                    await wait_for_vectors(runtime.engine, quiet=as_json)
                 return 0
         except Error as err:
             console.print(f"[red]error:[/] {escape(err.message)}")
             return 2
+
+
+async def wait_for_vectors(engine: MemoryEngine, *, quiet: bool, stall_s: float = VECTOR_STALL_S) -> int:
+    """Wait until `engine` has embedded every queued passage, with a bar on standard error (none when
+    `quiet`); the passages still queued (0: every one embedded; always 0 for an engine without a queue).
+    Gives up, saying so, once the queue has not shrunk for `stall_s`: what is left is embedded the next time
+    the memory is opened."""
+    if not isinstance(engine, VectorQueue):
+        return 0
+    left = total = await engine.vector_backlog()
+    if not left:
+        return 0
+    started = moved = time.monotonic()
+    with _bar(quiet, "passages") as bar:
+        task = bar.add_task("embedding", total=total)
+        while left and time.monotonic() - moved < stall_s:
+            await engine.wait_for_vectors(timeout_s=_VECTOR_LOOK_S)  # returns as soon as none is left
+            now = await engine.vector_backlog()
+            if now < left:
+                moved = time.monotonic()
+            total += max(0, now - left)  # what another process on the file queued meanwhile
+            left = now
+            bar.update(task, total=total, completed=total - left)
+    if left:
+        health = await engine.health()
+        why = f": {health.reason}" if health.reason else ""
+        console.print(
+            f"[yellow]vectors:[/] {left} of {total} passages still wait for their vectors (none embedded for "
+            f"{stall_s:g} s{escape(why)}); vector and hybrid search use keyword search for them until they are "
+            "embedded the next time this memory is opened (`tinymemory up`, or `tinymemory ingest` again)"
+        )
+    elif not quiet:
+        console.print(f"[green]vectors:[/] {total} passages embedded in {time.monotonic() - started:.1f} s")
+    return left
 
 
 async def run_up(settings: Settings, path: Path, *, serve_api: bool = True) -> int:
