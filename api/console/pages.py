@@ -70,28 +70,23 @@ def _runs(who: Viewer, services: Services) -> list[RunView]:
     return [r for r in control.runs(services.runner()) if r.source_id is None or r.source_id in ids]
 
 
-def _queues(services: Services) -> dict[str, int] | None:
-    probe = services.probe()
-    return None if probe is None else probe.queue_depths()
-
-
 @router.get("/progress")
 async def progress_page(request: Request) -> Response:
     who = viewer(request)
-    services = services_of(request)
-    return page(
-        request, "progress.html", who, runs=_runs(who, services), queues=_queues(services), embedded=services.embedded
-    )
+    return page(request, "progress.html", who, **_progress(who, services_of(request)))
 
 
 @router.get("/progress/live")
 async def progress_live(request: Request) -> Response:
     """The live part of the progress page alone, which its script fetches each second and swaps in."""
     who = viewer(request)
-    services = services_of(request)
-    return fragment(
-        request, "live.html", who, runs=_runs(who, services), queues=_queues(services), embedded=services.embedded
-    )
+    return fragment(request, "live.html", who, **_progress(who, services_of(request)))
+
+
+def _progress(who: Viewer, services: Services) -> dict[str, object]:
+    probe = services.probe()
+    queues = None if probe is None else probe.queue_depths()
+    return {"runs": _runs(who, services), "queues": queues, "embedded": services.embedded}
 
 
 @router.get("/dead-letters")
