@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engines.contract import Document, MemoryMeta, Namespace
+from engines.contract import Document, MemoryMeta, Namespace, SourceKind
 from tests.unit.api.conftest import Api
 from worker.control import SourceEntry
 from worker.records import DeadLetter
@@ -224,3 +224,20 @@ async def test_a_bad_source_is_refused_with_the_reason(api: Api, tmp_path: Path)
     assert bad.status_code == 400 and "interval_s" in bad.text
     unknown = await api.client.post("/sources", data={"csrf": csrf, "kind": "carrier-pigeon", "target": "x"})
     assert unknown.status_code == 400 and "carrier-pigeon" in unknown.text
+
+
+async def test_removing_a_source_forgets_its_items_unless_they_are_kept(api: Api, tmp_path: Path) -> None:
+    _add_source(api, tmp_path / "notes")
+    _add_source(api, tmp_path / "other", source_id="other")
+    for source_id in ("notes", "other"):
+        meta = MemoryMeta.from_source(SourceKind.FOLDER, source_id)
+        await api.engine.store(Document.from_text(f"{source_id} remembers the gannet", meta=meta))
+    csrf = csrf_of(await api.client.get("/sources"))
+    forgot = await api.client.post("/sources/notes/remove", data={"csrf": csrf}, follow_redirects=True)
+    assert "removed notes; 1 items forgotten" in forgot.text and 'data-source="notes"' not in forgot.text
+    kept = await api.client.post(
+        "/sources/other/remove", data={"csrf": csrf, "keep_items": "on"}, follow_redirects=True
+    )
+    assert "removed other; its items were kept" in kept.text
+    found = await api.client.get("/search", params={"q": "gannet", "mode": "keyword"})
+    assert "other remembers the gannet" in found.text and "notes remembers" not in found.text
