@@ -7,7 +7,7 @@ sources its reach admits, their progress and dead letters, and no action; erasur
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
@@ -16,9 +16,8 @@ from api.console.route import ConsoleRoute, back, fragment, page, services_of, v
 from api.console.session import CSRF_FIELD, LoginRequiredError, Viewer, check_token, forget, remember, session_of
 from api.errors import ForbiddenError
 from engines.contract import ItemKind, Reach, UnauthorizedError
-from sources import SourceEntry
 from worker import control
-from worker.control import RunView, Services, Status
+from worker.control import RunView, Services, SourceEntry, Status
 
 router = APIRouter(route_class=ConsoleRoute, include_in_schema=False)
 
@@ -83,7 +82,7 @@ async def progress_live(request: Request) -> Response:
     return fragment(request, "live.html", who, **_progress(who, services_of(request)))
 
 
-def _progress(who: Viewer, services: Services) -> dict[str, object]:
+def _progress(who: Viewer, services: Services) -> dict[str, Any]:
     probe = services.probe()
     queues = None if probe is None else probe.queue_depths()
     return {"runs": _runs(who, services), "queues": queues, "embedded": services.embedded}
