@@ -49,7 +49,9 @@ def run_all(benches: list[Bench], quick: bool, repeats: int | None) -> list[Ran]
             run = run_once(bench, quick, TIMEOUT_S[quick])
             runs.append(run)
             print(
-                f"{bench.name} run {n + 1}: {run.wall_s:.1f} s, exit {run.rc}, {len(run.records)} records", flush=True
+                f"{bench.name} run {n + 1}: {run.wall_s:.1f} s ({run.cpu_s:.1f} s CPU), exit {run.rc}, "
+                f"{len(run.records)} records",
+                flush=True,
             )
         ran.append((bench, runs))
     return ran
@@ -78,7 +80,8 @@ def write_report(ran: list[Ran], pictures: list[str], args: argparse.Namespace, 
         "",
         f"Written by `make bench{' QUICK=1' if args.quick else ''}` ({mode}) on {datetime.now(UTC):%Y-%m-%d %H:%M} "
         f"UTC: {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}, "
-        f"load average {load} at start and {load_text()} at end; {wall_s / 60:.1f} minutes in all.",
+        f"load average {load} at start and {load_text()} at end; {wall_s / 60:.1f} minutes in all, "
+        f"{sum(run.cpu_s for _, runs in ran for run in runs) / 60:.1f} minutes of CPU in the benchmarks' processes.",
         "",
         "A figure that depends on the machine is the range `min–max` over the runs shown; a ratio is computed "
         "within each run, between ours and its anchor measured side by side, and then given as its range. "

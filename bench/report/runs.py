@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -66,12 +67,14 @@ class Bench:
 
 @dataclass(frozen=True)
 class Run:
-    """One run of a benchmark: exit status, wall time, its records, and the end of what it printed."""
+    """One run of a benchmark: exit status, wall time, its records, the end of what it printed, and the CPU
+    its processes spent (those it waited for), which says more of its cost than wall time on a busy machine."""
 
     rc: int
     wall_s: float
     records: list[Record]
     output: str
+    cpu_s: float = 0.0
 
     @property
     def tail(self) -> str:
@@ -83,7 +86,7 @@ def run_once(bench: Bench, quick: bool, timeout_s: float) -> Run:
     with tempfile.TemporaryDirectory(prefix="tm-bench-report-") as scratch:
         records_path = Path(scratch) / "records.jsonl"
         env = {**os.environ, ENV: str(records_path), "PYTHONWARNINGS": "ignore"}
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), children_cpu_s()
         try:
             done = subprocess.run(
                 bench.command(quick), cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
@@ -95,7 +98,12 @@ def run_once(bench: Bench, quick: bool, timeout_s: float) -> Run:
         records = read_records(records_path)
     if bench.parse_stdout is not None:
         records = bench.parse_stdout(output)
-    return Run(rc, wall, records, output)
+    return Run(rc, wall, records, output, children_cpu_s() - cpu)
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _text(data: bytes | str | None) -> str:

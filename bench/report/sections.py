@@ -50,12 +50,13 @@ def figures_table(rows: Sequence[Row]) -> list[str]:
 
 
 def section(bench: Bench, runs: Sequence[Run], quick: bool) -> list[str]:
-    walls = span_text([run.wall_s for run in runs])
+    walls, cpus = span_text([run.wall_s for run in runs]), span_text([run.cpu_s for run in runs])
     codes = sorted({run.rc for run in runs})
     lines = [
         f"## {bench.title}",
         "",
-        f"`{_command(bench, quick)}`: {len(runs)} run(s), {walls} s each, exit status {', '.join(map(str, codes))}.",
+        f"`{_command(bench, quick)}`: {len(runs)} run(s), {walls} s of wall time and {cpus} s of CPU each, "
+        f"exit status {', '.join(map(str, codes))}.",
         "",
         f"**Anchor:** {bench.anchor}.",
         "",
