@@ -17,6 +17,7 @@ import asyncio
 import logging
 import random
 import time
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -55,11 +56,13 @@ def retry_delay(retries: int) -> float:
 
 
 def run_sync(app: Celery, source_id: str, hints: list[str] | None, token: str | None, run_id: str | None) -> None:
+    """Run the sync `enqueue_sync` queued with `token`, its source's sync lease, which is kept extended while
+    the sync runs (a sync may outlast `sync_lease_s`) and released when it ends."""
     rt = runtime(app)
     lease = sync_lease(source_id)
     try:
         with job_fields(source_id=source_id, run_id=run_id):
-            asyncio.run(_sync(rt.context_for(run_id), source_id, hints))
+            asyncio.run(_sync(rt.context_for(run_id), source_id, hints, lease, token, rt.settings.sync_lease_s))
     finally:
         if token is not None:
             rt.leases.release(lease, token)
@@ -68,9 +71,13 @@ def run_sync(app: Celery, source_id: str, hints: list[str] | None, token: str | 
             enqueue_sync(app, rt.leases, rt.settings, source_id)
 
 
-async def _sync(ctx: jobs.JobContext, source_id: str, hints: list[str] | None) -> None:
+async def _sync(
+    ctx: jobs.JobContext, source_id: str, hints: list[str] | None, lease: str, token: str | None, lease_s: float
+) -> None:
+    # A sync sent without a token (not through `enqueue_sync`) holds no sync lease to keep.
+    held = nullcontext() if token is None else ctx.holding(lease, token, lease_s)
     # The sync holds its source's job lease (as each batch does), so an erasure waits for it to end.
-    async with ctx.running(source_id):
+    async with held, ctx.running(source_id):
         await jobs.sync_source(ctx, source_id, hints)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -22,7 +22,7 @@ from pipeline.scrub import SanitizationReport
 from sources import ReaderOptions, SourceEntry, SourceKindEntry, SourceReader
 from worker.jobs.prepared import Prepared, TextJob
 from worker.records import Change, DeadLetter
-from worker.state.base import LeaseStore, StateStore
+from worker.state.base import StateStore
 
 logger = logging.getLogger(__name__)
 
@@ -157,19 +157,45 @@ class JobContext:
         leases = self.state.leases()
         name = job_lease(source_id)
         token = leases.join(name, ttl_s)
-        renewing = asyncio.create_task(_renew(leases, name, token, ttl_s))
         try:
-            yield
+            async with kept_alive(name, ttl_s, lambda: leases.renew(name, token, ttl_s), _REJOINED):
+                yield
         finally:
-            renewing.cancel()
             leases.leave(name, token)
 
+    def holding(self, name: str, token: str, ttl_s: float) -> AbstractAsyncContextManager[None]:
+        """Keep the exclusive lease `name`, which `acquire` gave `token`, extended while the block runs.
 
-async def _renew(leases: LeaseStore, name: str, token: str, ttl_s: float) -> None:
+        A lease found lost (it lapsed, and another may own it now) is logged and the block goes on: the
+        work it does is idempotent, and stopping it halfway would leave more to redo than finishing it.
+        """
+        leases = self.state.leases()
+        return kept_alive(name, ttl_s, lambda: leases.extend(name, token, ttl_s), _LOST)
+
+
+_REJOINED = "the job lease %s had lapsed (the loop was held up); held again"
+_LOST = "the lease %s lapsed before its holder ended; another may own it now"
+
+
+@asynccontextmanager
+async def kept_alive(name: str, ttl_s: float, renew: Callable[[], bool], lapsed: str) -> AsyncIterator[None]:
+    """Call `renew` every third of `ttl_s` while the block runs, so the lease `name` outlives slow work.
+
+    `renew` answers False when the hold had lapsed before it came: `lapsed` (a format with one `%s`, the
+    name) is logged then. A state store that fails a renewal is logged too; the next one may reach it in time.
+    """
+    renewing = asyncio.create_task(_renew(name, ttl_s, renew, lapsed))
+    try:
+        yield
+    finally:
+        renewing.cancel()
+
+
+async def _renew(name: str, ttl_s: float, renew: Callable[[], bool], lapsed: str) -> None:
     while True:
         await asyncio.sleep(ttl_s / 3)
         try:
-            if not leases.renew(name, token, ttl_s):
-                logger.warning("the job lease %s had lapsed (the loop was held up); held again", name)
+            if not renew():
+                logger.warning(lapsed, name)
         except Error as err:  # the state blinked: the next renewal may reach it, still within the lease
-            logger.warning("renewing the job lease %s failed: %s", name, err)
+            logger.warning("renewing the lease %s failed: %s", name, err)
