@@ -28,7 +28,7 @@ from tests.integration.test_api_fuzz import LOOPBACK, _config, _openapi, fuzzed_
 
 __all__ = ["fuzzed_app", "fuzzed_services"]
 
-EXAMPLES = 8 * (LONG_SCALE if is_long() else 1)
+EXAMPLES = 3 * (LONG_SCALE if is_long() else 1)
 CHECKS = [
     not_a_server_error,
     status_code_conformance,

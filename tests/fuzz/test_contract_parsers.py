@@ -69,7 +69,7 @@ _PATH_PIECES = ["user", "agent", "team", "service", "source", "project", ":", "/
 path_texts = st.text(max_size=60) | st.lists(st.sampled_from(_PATH_PIECES), max_size=20).map("".join)
 
 
-@fuzzed(200)
+@fuzzed(150)
 @given(path_texts)
 def test_namespace_parse_answers_a_path_or_invalid_request(text: str) -> None:
     try:
@@ -110,13 +110,13 @@ def _names(model: type[BaseModel]) -> tuple[str, ...]:
     return tuple(sorted({info.alias or name for name, info in model.model_fields.items()} | set(model.model_fields)))
 
 
-@fuzzed(100)
+@fuzzed(50)
 @given(st.data(), reaches)
 def test_a_broken_reach_is_refused_or_stable(data: st.DataObject, reach: Reach) -> None:
     _round_trips(Reach, data.draw(broken(reach.model_dump(mode="json"), _names(Reach))))
 
 
-@fuzzed(120)
+@fuzzed(60)
 @given(st.data(), filters)
 def test_a_broken_filter_is_refused_or_stable(data: st.DataObject, filter: MetaFilter) -> None:
     _round_trips(MetaFilter, data.draw(broken(filter.model_dump(mode="json"), _names(MetaFilter))))
@@ -259,14 +259,14 @@ def _checked(model: type[BaseModel], value: Any) -> None:
             check()
 
 
-@fuzzed(250)
+@fuzzed(150)
 @given(data=st.data(), model=st.sampled_from(list(MODELS)))
 def test_broken_wire_json_is_refused_or_stable(data: st.DataObject, model: type[BaseModel]) -> None:
     valid = data.draw(MODELS[model])
     _checked(model, data.draw(broken(valid.model_dump(mode="json"), _names(model))))
 
 
-@fuzzed(80)
+@fuzzed(50)
 @given(data=st.data(), model=st.sampled_from(list(REQUESTS)))
 def test_broken_wire_text_is_refused_or_stable(data: st.DataObject, model: type[BaseModel]) -> None:
     # As the API reads a body: JSON text, where `\ud800` escapes decode to lone surrogates.
@@ -279,7 +279,7 @@ def test_broken_wire_text_is_refused_or_stable(data: st.DataObject, model: type[
     assert model.model_validate_json(parsed.model_dump_json()) == parsed
 
 
-@fuzzed(80)
+@fuzzed(50)
 @given(st.data(), items)
 def test_a_broken_item_is_refused_or_stable(data: st.DataObject, item: Any) -> None:
     hostile = data.draw(broken(item.wire_dict(), ("type", "meta", "text", "title", "body", "turns", "kind")))

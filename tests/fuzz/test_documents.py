@@ -80,7 +80,7 @@ documents = st.binary(max_size=400) | signed | zips()
 LIMITS = ConvertLimits(max_input_bytes=64 * 1024, max_decompressed_bytes=1024 * 1024, max_spreadsheet_cells=10_000)
 
 
-@fuzzed(150)
+@fuzzed(80)
 @given(documents, names, mimes)
 def test_sniff_never_raises_and_decides_the_same_way_twice(data: bytes, filename: str | None, mime: str | None) -> None:
     found = sniff(data, filename, mime)
@@ -88,7 +88,7 @@ def test_sniff_never_raises_and_decides_the_same_way_twice(data: bytes, filename
     assert sniff(data, filename, mime) is found
 
 
-@fuzzed(150)
+@fuzzed(80)
 @given(documents, mimes)
 def test_the_bytes_decide_a_signed_format_whatever_the_name(data: bytes, mime: str | None) -> None:
     # A name is only a hint: a PDF or a zip stays one whatever it is called.
@@ -97,7 +97,7 @@ def test_the_bytes_decide_a_signed_format_whatever_the_name(data: bytes, mime: s
         assert len(formats) == 1
 
 
-@fuzzed(40, deadline=timedelta(seconds=10))
+@fuzzed(30, deadline=timedelta(seconds=10))
 @given(documents, names, mimes)
 def test_conversion_answers_text_or_a_documented_refusal(data: bytes, filename: str | None, mime: str | None) -> None:
     raw = RawDocument(data, filename=filename or None, mime=mime or None)

@@ -70,7 +70,7 @@ MIXED_PROSE = st.lists(PROSE | TRICKY_TEXT, max_size=4).map(" ".join)
 
 
 @pytest.mark.parametrize("policy", POLICIES, ids=POLICY_IDS)
-@fuzzed(60)
+@fuzzed(30)
 @given(text=ANY_TEXT | MIXED_PROSE)
 def test_text_scrub_never_raises_is_idempotent_and_never_grows_scrubbed_text(policy: Any, text: str) -> None:
     once = sanitize_text(text, policy)
@@ -88,7 +88,7 @@ def _planted_in_prose(before: str, planted: str, after: str) -> str:
 
 
 @pytest.mark.parametrize("kind", PLANTED)
-@fuzzed(6)
+@fuzzed(4)
 @given(data=st.data(), before=PROSE, after=PROSE)
 def test_a_secret_in_prose_is_caught_by_the_spec_rules(kind: str, data: st.DataObject, before: str, after: str) -> None:
     planted, secret = data.draw(PLANTED[kind])
@@ -101,7 +101,7 @@ def test_a_secret_in_prose_is_caught_by_the_spec_rules(kind: str, data: st.DataO
 
 
 @pytest.mark.parametrize("kind", EXTENDED_PLANTED)
-@fuzzed(6)
+@fuzzed(4)
 @given(data=st.data(), before=PROSE, after=PROSE)
 def test_a_secret_in_prose_is_caught_by_the_extended_rules(
     kind: str, data: st.DataObject, before: str, after: str
@@ -116,7 +116,7 @@ def test_a_secret_in_prose_is_caught_by_the_extended_rules(
 
 
 @pytest.mark.parametrize("kind", PLANTED_PII)
-@fuzzed(6)
+@fuzzed(4)
 @given(before=PROSE, after=PROSE)
 def test_a_personal_identifier_in_prose_is_caught(kind: str, before: str, after: str) -> None:
     planted, identifier = PLANTED_PII[kind]
@@ -154,7 +154,7 @@ def _dumped(value: Any) -> str:
     return json.dumps(value, sort_keys=False, ensure_ascii=False)
 
 
-@fuzzed(120)
+@fuzzed(60)
 @given(SCRUB_JSON | st.builds(_nested, st.integers(100, 160), ANY_TEXT))
 def test_json_scrub_never_raises_is_idempotent_and_never_grows(value: Any) -> None:
     for policy in (POLICIES[0], SPEC_POLICIES[0]):
@@ -177,7 +177,7 @@ def _identity(item: Document | Conversation | Learning) -> dict[str, Any]:
     return item.meta.model_dump(mode="json", exclude={"url"})
 
 
-@fuzzed(80)
+@fuzzed(40)
 @given(items, st.sampled_from(POLICIES))
 def test_item_scrub_is_idempotent_and_keeps_every_identifier(item: Any, policy: Any) -> None:
     once = scrub_item(item, policy)
