@@ -39,7 +39,7 @@ class Passage:
 
 @dataclass(frozen=True, slots=True)
 class PreparedItem:
-    """Everything `store` writes for one item, computed before the write transaction opens."""
+    """Everything `store` writes for one item, computed on the caller's thread while the writer inserts (`feed`)."""
 
     id: str
     item: Item
