@@ -7,16 +7,16 @@ from collections.abc import Callable
 
 import pytest
 
-Figures = Callable[[str], None]
+Figures = Callable[..., None]
 
 
 @pytest.fixture
 def figures(request: pytest.FixtureRequest) -> Figures:
-    """Print one line of figures under the test's name, even while pytest captures the output."""
+    """Print lines of figures under the test's name, even while pytest captures the output."""
     capman = request.config.pluginmanager.getplugin("capturemanager")
 
-    def say(line: str) -> None:
+    def say(line: str, *details: str) -> None:
         with capman.global_and_fixture_disabled():
-            print(f"\n[reliability] {request.node.name}: {line}", flush=True)
+            print(f"\n[reliability] {request.node.name}: {line}", *(f"    {d}" for d in details), sep="\n", flush=True)
 
     return say
