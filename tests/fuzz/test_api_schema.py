@@ -28,7 +28,10 @@ from tests.integration.test_api_fuzz import LOOPBACK, _config, _openapi, fuzzed_
 
 __all__ = ["fuzzed_app", "fuzzed_services"]
 
-EXAMPLES = 3 * (LONG_SCALE if is_long() else 1)
+# Generated requests per operation. In CI only those: schemathesis' coverage phase (its boundary and negative
+# values, some 60 more requests per operation) would take most of the budget alone, and the slow run in
+# `tests/integration/test_api_fuzz.py` has it; the long profile runs it too.
+EXAMPLES = 12 * (LONG_SCALE if is_long() else 1)
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -41,6 +44,7 @@ CHECKS = [
 def _budgeted() -> schemathesis.Config:
     config = _config()
     config.projects.default.generation.update(max_examples=EXAMPLES)
+    config.projects.default.phases.coverage.enabled = is_long()
     return config
 
 
