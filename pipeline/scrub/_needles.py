@@ -51,11 +51,11 @@ def minimal_needles(needles: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(n for n in unique if not any(m != n and m in n for m in unique)))
 
 
-def _anchor(needle: str) -> int:
-    return min(range(len(needle)), key=lambda i: _RARITY.find(needle[i]) % (len(_RARITY) + 1))
+def _anchor(needle: str, rarity: str = _RARITY) -> int:
+    return min(range(len(needle)), key=lambda i: rarity.find(needle[i]) % (len(rarity) + 1))
 
 
-def _needle_pattern(needles: Iterable[str]) -> re.Pattern[str]:
+def _needle_pattern(needles: Iterable[str], rarity: str = _RARITY) -> re.Pattern[str]:
     """One regex that finds any of the needles, each anchored on its rarest character.
 
     Every alternative starts with a plain character, so the engine skips ahead to the next anchor
@@ -63,7 +63,7 @@ def _needle_pattern(needles: Iterable[str]) -> re.Pattern[str]:
     """
     by_anchor: dict[str, list[str]] = defaultdict(list)
     for needle in needles:
-        at = _anchor(needle)
+        at = _anchor(needle, rarity)
         before = f"(?<={re.escape(needle[: at + 1])})" if at else ""
         after = f"(?={re.escape(needle[at + 1 :])})" if at + 1 < len(needle) else ""
         by_anchor[needle[at]].append(before + after)
@@ -87,15 +87,16 @@ class NeedleIndex:
     whose lookarounds confirm a needle there, and the needles sharing that character are then told apart.
 
     Unlike `NeedleSet` it keeps needles that hold another, since each may stand for a different pattern.
+    `rarity` orders characters from rarest to commonest in the haystacks it will search.
     """
 
-    def __init__(self, needles: Iterable[str]) -> None:
+    def __init__(self, needles: Iterable[str], rarity: str = _RARITY) -> None:
         self.needles = tuple(sorted(set(needles)))
         self._by_anchor: dict[str, list[tuple[str, int]]] = defaultdict(list)
         for needle in self.needles:
-            at = _anchor(needle)
+            at = _anchor(needle, rarity)
             self._by_anchor[needle[at]].append((needle, at))
-        self.pattern = _needle_pattern(self.needles)
+        self.pattern = _needle_pattern(self.needles, rarity)
         """Matches at the rarest character of some needle's occurrence; with `pos` and `endpos` its lookbehinds
         still see before `pos`, while its lookaheads stop at `endpos`."""
 

@@ -27,12 +27,48 @@ def table_for(policy: Policy) -> ClassTable:
     return SPEC_TABLE if policy.is_spec else EXTENDED_TABLE
 
 
-def _candidates(pii_class: PiiClass, view: str) -> Iterator[re.Match[str]]:
-    hint = pii_class.hint.search(view)
+Window = tuple[int, int]
+
+
+def _candidates(pii_class: PiiClass, view: str, lo: int = 0, hi: int | None = None) -> Iterator[re.Match[str]]:
+    """The class's matches within the window `view[lo:hi]` (the whole view by default)."""
+    hi = len(view) if hi is None else hi
+    hint = pii_class.hint.search(view, lo, hi)
     if hint is None:
         return
     # Starting the scan later is exact: at a search position `\b` still sees the character before it.
-    yield from pii_class.pattern.finditer(view, max(0, hint.start() - LOOKBACK))
+    yield from pii_class.pattern.finditer(view, max(lo, hint.start() - LOOKBACK), hi)
+
+
+def _windows(view: str, union: re.Pattern[str]) -> list[Window]:
+    """Where the table's matches can lie: the union's matches, widened by LOOKBACK on each side and merged.
+
+    A class match holds one of its hints, the union matches where that hint starts, and an occurrence of the
+    union that its scan skipped starts inside one that the scan found; no match or hint is LOOKBACK long. So
+    every match and every hint lies inside one window, and no match starts between windows. Scanning a
+    window only, with `endpos` at its end, is exact: a match that the cut alone makes (a `\b` at the cut)
+    would end at the cut, further than LOOKBACK from every hint it holds.
+    """
+    windows: list[list[int]] = []
+    for match in union.finditer(view):
+        lo, hi = match.start() - LOOKBACK, match.end() + LOOKBACK
+        if windows and lo <= windows[-1][1]:
+            windows[-1][1] = hi
+        else:
+            windows.append([max(0, lo), hi])
+    return [(lo, min(hi, len(view))) for lo, hi in windows]
+
+
+def _class_hits(pii_class: PiiClass, view: str, windows: list[Window], policy: Policy) -> Iterator[PiiHit]:
+    for lo, hi in windows:
+        for match in _candidates(pii_class, view, lo, hi):
+            start, end = match.span(pii_class.group)
+            if pii_class.narrow is not None:
+                span = pii_class.narrow(view, start, end, policy)
+                if span is not None:
+                    yield PiiHit(span[0], span[1], pii_class)
+            elif pii_class.check(view, start, end, policy):
+                yield PiiHit(start, end, pii_class)
 
 
 def find_hits(
@@ -47,23 +83,16 @@ def find_hits(
         facts = TextFacts(view)
         if facts.run < table.min_run:
             return
-    if table.any_hint.search(view) is None:
+    windows = _windows(view, table.any_hint)
+    if not windows:
         return
     facts = facts or TextFacts(view)
-    others = not table.alone or table.others_hint.search(view) is not None
+    others = not table.alone or any(table.others_hint.search(view, lo, hi) for lo, hi in windows)
     for pii_class in table.classes:
         if (pii_class.bare_numeric and not include_bare) or not pii_class.gate(facts):
             continue
-        if not others and pii_class.name not in table.alone:
-            continue
-        for match in _candidates(pii_class, view):
-            start, end = match.span(pii_class.group)
-            if pii_class.narrow is not None:
-                span = pii_class.narrow(view, start, end, policy)
-                if span is not None:
-                    yield PiiHit(span[0], span[1], pii_class)
-            elif pii_class.check(view, start, end, policy):
-                yield PiiHit(start, end, pii_class)
+        if others or pii_class.name in table.alone:
+            yield from _class_hits(pii_class, view, windows, policy)
 
 
 def resolve_overlaps(hits: list[PiiHit]) -> list[PiiHit]:

@@ -29,6 +29,10 @@ class BareCardGate(Enum):
     """A bare run also needs a known issuer prefix at an issued length, or a card keyword nearby."""
 
 
+SPEC_RULES = RuleSet.SPEC
+"""`RuleSet.SPEC` once: reading a member through its enum class is a slow lookup, and scrubs ask per text."""
+
+
 @dataclass(frozen=True)
 class Policy:
     """Which rules run and how aggressive the PII stage is; the default redacts most of what it claims.
@@ -56,7 +60,7 @@ class Policy:
 
     @property
     def is_spec(self) -> bool:
-        return self.rules is RuleSet.SPEC
+        return self.rules is SPEC_RULES
 
 
 DEFAULT_POLICY = Policy()

@@ -10,7 +10,7 @@ from pipeline.scrub._keys import has_private_key, redact_private_keys
 from pipeline.scrub._markers import redact_markers
 from pipeline.scrub._needles import FoldedText
 from pipeline.scrub._pii import has_identifier, redact_identifiers
-from pipeline.scrub._report import DEFAULT_POLICY, Policy, RuleSet, SanitizationReport, Sanitized
+from pipeline.scrub._report import DEFAULT_POLICY, SPEC_RULES, Policy, SanitizationReport, Sanitized
 from pipeline.scrub._shapes import has_credential_shape, redact_shapes
 from pipeline.scrub._values import is_placeholder
 from pipeline.scrub._words import is_ordinary
@@ -23,13 +23,17 @@ def _marker_value_accepted(value: str) -> bool:
     return not (is_placeholder(value) or is_ordinary(value))
 
 
-def _sanitize_once(text: str, policy: Policy) -> tuple[str, SanitizationReport]:
+OnePass = Callable[[str], "tuple[str, SanitizationReport | None]"]
+"""One pass over a text: the new text, and the report of what it replaced or None when it replaced nothing."""
+
+
+def _sanitize_once(text: str, policy: Policy) -> tuple[str, SanitizationReport | None]:
     """The four stages of safety.md §2, in order, each on the previous one's output.
 
     Under the extended rules stage 3 is `_credentials` (URLs, vendor formats, values after secret-like
     names) instead of safety.md's 18 shapes, and stages 1, 2 and 4 run their extended variants.
     """
-    extended = policy.rules is not RuleSet.SPEC
+    extended = policy.rules is not SPEC_RULES
     # The stages share one fold of the text until one of them changes it.
     probe = FoldedText(text)
     text, blocks = redact_private_keys(probe, extended=extended)
@@ -38,6 +42,8 @@ def _sanitize_once(text: str, policy: Policy) -> tuple[str, SanitizationReport]:
     probe = _refold(probe, text)
     text, shapes = redact_credentials(probe) if extended else redact_shapes(probe)
     text, identifiers = redact_identifiers(text, policy)
+    if not (blocks or markers or shapes or identifiers):
+        return text, None  # most texts: no report to build for a pass that is then thrown away
     report = SanitizationReport(
         blocked_secret_hits=blocks, text_redactions=markers + shapes, pii_redactions=identifiers
     )
@@ -61,11 +67,11 @@ def sanitize_text(text: str, policy: Policy = DEFAULT_POLICY) -> Sanitized[str]:
     return _until_stable(lambda current: _sanitize_once(current, policy), text)
 
 
-def _until_stable(one_pass: Callable[[str], tuple[str, SanitizationReport]], text: str) -> Sanitized[str]:
+def _until_stable(one_pass: OnePass, text: str) -> Sanitized[str]:
     report = SanitizationReport()
     for _ in range(_MAX_PASSES):
         text, found = one_pass(text)
-        if not found.changed():
+        if found is None or not found.changed():
             break
         report = report.merge(found)
     return Sanitized(text, report)
@@ -79,7 +85,7 @@ def redact_credential_markers(text: str) -> str:
     return redact_markers(FoldedText(text))[0]
 
 
-def _redact_pii_once(text: str, policy: Policy) -> tuple[str, SanitizationReport]:
+def _redact_pii_once(text: str, policy: Policy) -> tuple[str, SanitizationReport | None]:
     text, identifiers = redact_identifiers(text, policy)
     return text, SanitizationReport(pii_redactions=identifiers)
 

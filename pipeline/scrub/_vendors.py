@@ -167,7 +167,10 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
 
 _MATCHED = tuple(f for f in VENDOR_FORMATS if not f.scan)
 _SCAN_NEEDLES = tuple((needle, f) for f in VENDOR_FORMATS if f.scan for needle in f.needles)
-_NEEDLES = NeedleIndex(n for f in _MATCHED for n in f.needles)
+# The token characters from rarest to commonest in the long runs of documentation (URLs, paths and options,
+# counted over tldr-pages): capitals, symbols and digits first, the letters of `https://` and `.com` last.
+_RUN_RARITY = 'QJYZ~+WK@X"VHBFU9LG=NR7OIDP6TM5SAE34C8q02zj1xvyk_wbf-:ugdl.mhcnirpasoe/t'
+_NEEDLES = NeedleIndex((n for f in _MATCHED for n in f.needles), _RUN_RARITY)
 _BY_NEEDLE: dict[str, tuple[VendorFormat, ...]] = {
     needle: tuple(f for f in _MATCHED if needle in f.needles) for needle in _NEEDLES.needles
 }
@@ -177,7 +180,6 @@ _TOKEN_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.
 _MIN_TOKEN = 19
 _RUN = re.compile(f"[{re.escape(_TOKEN_CHARS)}]{{{_MIN_TOKEN},}}")
 _TOKEN_MASK = bytes(0x61 if chr(b) in _TOKEN_CHARS else 0x20 for b in range(256))
-_ASCII_RUN = re.compile(b"a" * _MIN_TOKEN + b"+")  # a literal prefix: the engine's fast search
 _LONG_RUN = b"a" * _MIN_TOKEN
 
 # The AWS secret access key: 40 characters of base64 within a few lines of a key id.
@@ -201,11 +203,18 @@ def _runs(text: str) -> list[Span]:
     """The spans of the runs of token characters long enough to hold a token."""
     if not text.isascii():
         return [m.span() for m in _RUN.finditer(text)]
-    # bytes.translate and a literal-led pattern run at memory speed; ASCII offsets are the text's.
+    # bytes.translate and bytes.find run at memory speed; ASCII offsets are the text's.
     mask = text.encode("ascii").translate(_TOKEN_MASK)
-    if _LONG_RUN not in mask:
-        return []
-    return [m.span() for m in _ASCII_RUN.finditer(mask)]
+    spans: list[Span] = []
+    start = mask.find(_LONG_RUN)
+    while start >= 0:
+        end = mask.find(b" ", start + _MIN_TOKEN)
+        if end < 0:
+            spans.append((start, len(mask)))
+            break
+        spans.append((start, end))
+        start = mask.find(_LONG_RUN, end)
+    return spans
 
 
 def find_vendor_tokens(probe: FoldedText) -> list[Span]:
@@ -213,14 +222,15 @@ def find_vendor_tokens(probe: FoldedText) -> list[Span]:
     text = probe.text
     spans: set[Span] = set()
     key_id = False
-    holds_needle = _NEEDLES.pattern.search
-    for start, end in _runs(text):
-        if holds_needle(text, start, end) is None:
-            continue
-        for at, needle in _NEEDLES.occurrences(text[start:end]):
-            key_id = key_id or needle in _AWS_KEY_ID_NEEDLES
-            for fmt in _BY_NEEDLE[needle]:
-                spans.update(fmt.spans_at(text, start + at))
+    runs = _runs(text)
+    # Most runs hold no needle (links, paths, options): one scan of them all, joined, rules them out together.
+    # A space holds no needle and ends every run, so no needle spans two runs of the join.
+    if runs and _NEEDLES.pattern.search(" ".join([text[start:end] for start, end in runs])) is not None:
+        for start, end in runs:
+            for at, needle in _NEEDLES.occurrences(text[start:end]):
+                key_id = key_id or needle in _AWS_KEY_ID_NEEDLES
+                for fmt in _BY_NEEDLE[needle]:
+                    spans.update(fmt.spans_at(text, start + at))
     folded = probe.folded
     for needle, fmt in _SCAN_NEEDLES:
         if needle in folded:

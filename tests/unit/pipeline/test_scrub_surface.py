@@ -135,4 +135,6 @@ def test_passes_repeat_until_nothing_is_found(policy: Policy, text: str, one_pas
     assert result.value == stable
     assert not sanitize_text(stable, policy).report.changed()
     first, second = _sanitize_once(text, policy)[1], _sanitize_once(one_pass, policy)[1]
+    assert first is not None and second is not None
     assert result.report == first.merge(second)
+    assert _sanitize_once(stable, policy) == (stable, None)
