@@ -5,7 +5,7 @@ whole of `tests/fuzz` takes the same, bounded time on every run (under 45 s on a
 repeats. `long` multiplies every test's examples by `LONG_SCALE`, draws fresh random inputs each run and keeps
 hypothesis' example database, so a failure found once is tried first next time:
 
-    TINYMEMORY_FUZZ=long .venv/bin/pytest tests/fuzz -q -p no:timeout
+    TINYMEMORY_FUZZ=long .venv/bin/pytest tests/fuzz -q --timeout 0
 
 Each test states its own CI budget with `@fuzzed(n)`; the profiles are registered under their own names and
 applied per test, never loaded globally, so the rest of the suite keeps hypothesis' defaults.

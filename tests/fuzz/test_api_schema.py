@@ -51,7 +51,7 @@ def _budgeted() -> schemathesis.Config:
 schema = schemathesis.openapi.from_dict(_openapi(), config=_budgeted())
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(60 * (LONG_SCALE if is_long() else 1))
 @schema.parametrize()
 @hypothesis.settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow], deadline=None)
 def test_every_answer_conforms_to_the_schema(case: schemathesis.Case, fuzzed_app: FastAPI) -> None:
