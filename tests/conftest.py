@@ -1,0 +1,35 @@
+"""Suite-wide settings: how the tests share out among pytest-xdist's workers, and Hypothesis under load.
+
+`pytest` runs two xdist workers (`-n 2`, pyproject; `-n 0` runs in one process). The tests under
+`tests/integration/` and `tests/e2e/` start processes of their own (Celery workers, `tinymemory up`, servers)
+and wait on them with deadlines set for one such test at a time, so they form one unit of work: one worker
+runs them one after another, in file order, while the other worker and its idle moments take the rest, one
+test at a time. (xdist's own `loadgroup` cannot do this here: it renames test ids in a way pytest 9 ignores.)
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, settings
+from xdist.remote import Producer
+from xdist.scheduler import LoadScopeScheduling
+
+PROCESS_UNIT = "tests that start processes"
+_PROCESS_DIRS = ("tests/integration/", "tests/e2e/")
+
+# Two workers on two cores make data generation slower now and then; that is no finding about the code.
+settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
+
+
+class ProcessTestsTogether(LoadScopeScheduling):
+    """Load scheduling where every process-starting test is in one scope and every other test is a scope alone."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return PROCESS_UNIT if nodeid.startswith(_PROCESS_DIRS) else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> ProcessTestsTogether | None:
+    # Only in place of plain `load` (what `-n` picks): an explicit `--dist` choice is kept.
+    return ProcessTestsTogether(config, log) if config.getoption("dist") == "load" else None
