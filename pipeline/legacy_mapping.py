@@ -32,7 +32,6 @@ from pipeline.legacy_values import (
     BLANK_CHARACTERS,
     compact_json,
     confidence_of,
-    distinct_tags,
     finite_number,
     instant_from_millis,
     instant_from_seconds,
@@ -167,6 +166,20 @@ def logical_namespace_of(namespace: object, logical: object) -> str:
     return sanitised
 
 
+def learning_rows_sql(namespace: str, logical: str) -> str:
+    """An SQL condition true for every `memory_docs` row of the learning or global class, given the two
+    columns' expressions; it may also hold for other rows, which the mapping then sets aside.
+
+    Both classes need a logical namespace that starts with `global` or `learning`, whichever of the two
+    columns it comes from, so a row with neither column starting so is a document or an event. Cast to
+    text, a blob is its bytes (whose decoded text starts with those letters only when the bytes do) and a
+    number starts with no letter; `LIKE` ignores ASCII case and reads text up to a NUL, which still shows
+    the prefix. So no such row is ever left out.
+    """
+    tests = (f"CAST({c} AS TEXT) LIKE '{p}%'" for c in (logical, namespace) for p in ("global", "learning"))
+    return f"({' OR '.join(tests)})"
+
+
 def namespace_class(logical: str) -> NsClass:
     if logical == "global":
         return NsClass.GLOBAL
@@ -212,13 +225,14 @@ def chunk_group_item(source_kind: str, source_id: str, chunks: Sequence[ChunkTex
     kept = [chunk for chunk in chunks if chunk.text is not None and not is_blank(chunk.text)]
     if not kept:
         return Skip.BLANK
-    tags = [*distinct_tags(tag for chunk in kept for tag in json_tags(chunk.tags_json)), f"source_kind:{source_kind}"]
-    instants = [at for at in (instant_from_millis(chunk.timestamp_ms) for chunk in kept) if at is not None]
+    # Each chunk's tags are distinct already; only the group's union needs deduplicating.
+    tags = [*dict.fromkeys(tag for chunk in kept for tag in json_tags(chunk.tags_json)), f"source_kind:{source_kind}"]
+    instants = [instant_from_millis(chunk.timestamp_ms) for chunk in kept]
     legacy_id = f"mem_tree_chunks:{source_kind}:{source_id}"
-    observed = max(instants, default=None)
+    observed = max((at for at in instants if at is not None), default=None)
     item: StoreItem
     if source_kind == "chat":
-        turns = [Turn(role=Role.USER, text=c.text or "", at=instant_from_millis(c.timestamp_ms)) for c in kept]
+        turns = [Turn(role=Role.USER, text=c.text or "", at=at) for c, at in zip(kept, instants, strict=True)]
         window = TurnRange(first=0, last=len(turns) - 1)
         meta = origin.meta(legacy_id, thread_id=source_id, turns=window, tags=tags, observed_at=observed)
         item = Conversation(turns=turns, meta=meta)

@@ -45,12 +45,18 @@ def exact_of(row: Row, key_at: int) -> Exact:
 
 
 def key_pages(
-    conn: sqlite3.Connection, key: str, columns: str, table: str, after: str | None, page_size: int
+    conn: sqlite3.Connection,
+    key: str,
+    columns: str,
+    table: str,
+    after: str | None,
+    page_size: int,
+    only: str = "TRUE",
 ) -> Iterator[list[tuple[Row, Exact]]]:
-    """Pages of `columns` (the key first) of rows with a key, ascending, after `after`."""
+    """Pages of `columns` (the key first) of rows with a key, ascending, after `after`, where `only` holds."""
     sql = (
         f"SELECT {columns}, {exact_tail(key)} FROM {table} "
-        f"WHERE {key} IS NOT NULL AND (:k IS NULL OR {key} > {bound('k')}) ORDER BY {key} LIMIT :n"
+        f"WHERE {key} IS NOT NULL AND (:k IS NULL OR {key} > {bound('k')}) AND {only} ORDER BY {key} LIMIT :n"
     )
     cursor: Exact | None = (after, False) if after is not None else None
     while True:

@@ -43,10 +43,14 @@ class MainStore:
 
     def column(self, name: str) -> str:
         """`name` to select, or the value that means it is absent (`taint` `internal`, the others NULL)."""
+        value = self.value(name)
+        return value if name in self.present else f'{value} AS "{name}"'
+
+    def value(self, name: str) -> str:
+        """The SQL for an optional column's value in a condition: the column, or what stands in for it."""
         if name in self.present:
             return f'"{name}"'
-        absent = "'internal'" if name == "taint" else "NULL"
-        return f'{absent} AS "{name}"'
+        return "'internal'" if name == "taint" else "NULL"
 
     @property
     def doc_columns(self) -> str:

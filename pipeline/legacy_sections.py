@@ -27,6 +27,7 @@ from pipeline.legacy_mapping import (
     conversation_item,
     document_item,
     learning_item,
+    learning_rows_sql,
     profile_item,
 )
 from pipeline.legacy_paging import Row, bound, exact_of, exact_tail, key_pages, pair_pages, pair_params, params, query
@@ -63,7 +64,9 @@ def read_sections(opened: Opened, after: Checkpoint, page_size: int, stats: Read
         yield from _chunk_groups(chunks, after.chunks, page_size, stats, origin)
     if main is not None:
         yield from _conversations(main, after.conversations, page_size, stats, origin)
-        yield from _memory_docs(main, "learnings", after.learnings, page_size, stats, origin, learning_item)
+        # Most rows of `memory_docs` are documents: the learnings' scan leaves out what cannot be one.
+        only = learning_rows_sql("namespace", main.value("logical_namespace"))
+        yield from _memory_docs(main, "learnings", after.learnings, page_size, stats, origin, learning_item, only)
         yield from _profile(main, after.profile, page_size, stats, origin)
 
 
@@ -75,8 +78,9 @@ def _memory_docs(
     stats: ReadStats,
     origin: Origin,
     mapping: Callable[[DocRow, Origin], Mapped],
+    only: str = "TRUE",
 ) -> Iterator[Read]:
-    for page in key_pages(main.conn, "document_id", main.doc_columns, "memory_docs", after, page_size):
+    for page in key_pages(main.conn, "document_id", main.doc_columns, "memory_docs", after, page_size, only):
         for row, _ in page:
             yield from _account(section, row[0], _mapped(mapping, DocRow(*row), origin), stats)
 

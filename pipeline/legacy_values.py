@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from engines.contract import Role, ToolCallRef
@@ -22,6 +23,9 @@ BLANK_CHARACTERS = " \t\r\n"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _EMPTY_JSON: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
+_REMEMBERED_CHARS = 512
+"""A `tags_json` text up to this long is parsed once per import process: v1 rows repeat a few tag sets
+(parsing them was a tenth of reading a document row), and longer ones are too rare to be worth holding."""
 
 _ROLES = {
     "user": Role.USER,
@@ -132,8 +136,22 @@ def compact_json(value: Any) -> str:
 
 def json_tags(value: object) -> list[str]:
     """The strings of a JSON array, blank and repeated ones dropped, in order; anything else is none."""
-    parsed = parse_json(value)
-    return distinct_tags(parsed if isinstance(parsed, list) else [])
+    text = text_of(value)
+    if text is None:
+        return []
+    if len(text) <= _REMEMBERED_CHARS:
+        return list(_tags_of(text))
+    return list(_parsed_tags(text))
+
+
+@lru_cache(maxsize=4096)
+def _tags_of(text: str) -> tuple[str, ...]:
+    return _parsed_tags(text)
+
+
+def _parsed_tags(text: str) -> tuple[str, ...]:
+    parsed = parse_json(text)
+    return tuple(distinct_tags(parsed if isinstance(parsed, list) else []))
 
 
 def distinct_tags(values: Iterable[object]) -> list[str]:

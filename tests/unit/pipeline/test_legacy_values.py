@@ -155,3 +155,14 @@ def test_blank_strips_only_spaces_tabs_and_line_ends(value: str | None, expected
 )
 def test_text_of_any_column_value(value: Any, expected: str | None) -> None:
     assert text_of(value) == expected
+
+
+def test_tags_of_long_and_repeated_texts_read_alike() -> None:
+    many = [f"tag-{n}" for n in range(100)]
+    long_text = json.dumps([*many, *many])
+    assert len(long_text) > 512  # past what is remembered: parsed each time
+    assert json_tags(long_text) == many
+    first = json_tags('["a", "b"]')
+    first.append("changed by a caller")
+    assert json_tags('["a", "b"]') == ["a", "b"]  # a remembered parse hands out a fresh list each time
+    assert json_tags(b'["a", "b"]') == ["a", "b"]
