@@ -10,7 +10,10 @@ and 10% profile facets. Then, each `--repeat` times and timed around the work on
   migrate    `pipeline.legacy_import.migrate` into a fresh local engine: read, map, scrub, store, checkpoint;
   command    the job `tinymemory import-legacy` runs (`worker.jobs.legacy.import_legacy`): the same, plus its
              record written to the data directory after every batch;
-and once, a second `migrate` into the same engine (every item a replay).
+and once, a second `migrate` into the same engine (every item a replay). Beside them, with no engine, what the
+import adds to the floor: `read` (the workspace's items read and mapped, `LegacyWorkspace.items`) and `scrub`
+(those items scrubbed, `pipeline.scrub.scrub_item`), each as a share of the floor; `floor / (floor + scrub)` is
+the most the import could reach were reading and mapping free.
 The best of the repeats is shown (the machine's load moves single runs; it is printed at start and end).
 Target: migrate >= 0.8 of the floor (floor seconds / migrate seconds), checked, with the command's ratio beside
 it. The seed's own failure was hours for 5,000 items (per-item waits on CortexDB); here 50,000 rows take seconds.
@@ -39,6 +42,7 @@ from _report import emit
 from engines.contract import MAX_STORE_MANY, StoreItem
 from engines.local import LocalEngine
 from pipeline.legacy_import import LegacyWorkspace, migrate, prepared_items
+from pipeline.scrub import Policy, scrub_item
 from tests.fixtures.legacy_workspace import generated_workspace
 from worker.jobs.legacy import LegacyImportRequest, LegacyImports, import_legacy
 from worker.tuning import collect_less
@@ -76,6 +80,21 @@ def count_rows(root: Path) -> int:
         finally:
             conn.close()
     return total
+
+
+async def read_and_scrub(workspace: LegacyWorkspace) -> tuple[Timed, Timed]:
+    """The import's own work without an engine: reading and mapping every item, then scrubbing them."""
+    mapped: list[StoreItem] = []
+
+    async def read() -> tuple[int, int]:
+        mapped.extend(imported.item for imported in workspace.items())
+        return len(mapped), 0
+
+    async def scrub() -> tuple[int, int]:
+        policy = Policy()
+        return sum(1 for item in mapped if scrub_item(item, policy).value), 0
+
+    return await timed(read), await timed(scrub)
 
 
 async def floor(items: list[StoreItem], path: Path) -> Timed:
@@ -128,15 +147,29 @@ def row(name: str, step: Timed, rows: int, items: int, floor_step: Timed | None)
     )
 
 
+def share(name: str, step: Timed, floor_step: Timed) -> str:
+    return (
+        f"{name:<9} {step.wall:7.2f} s  {step.cpu:7.2f} s CPU  {step.wall / floor_step.wall:.2f} of the floor "
+        f"(CPU {step.cpu / floor_step.cpu:.2f})"
+    )
+
+
+def best(steps: list[Timed]) -> Timed:
+    return min(steps, key=lambda s: s.wall)
+
+
 async def run(rows: int, repeat: int, work: Path) -> bool:
     started = time.perf_counter()
     ws = generated_workspace(work / "v1", rows)
     rows_written = count_rows(ws.root)
-    floors, migrates, commands = [], [], []
+    floors, migrates, commands, reads, scrubs = [], [], [], [], []
     with LegacyWorkspace.open(ws.root) as workspace:
         total = sum(1 for _ in workspace.items())
         print(f"workspace: {rows_written:,} rows, {total:,} items, written in {time.perf_counter() - started:.1f} s")
         for n in range(repeat):
+            read, scrub = await read_and_scrub(workspace)
+            reads.append(read)
+            scrubs.append(scrub)
             # The floor's items are made outside its clock, and let go before the import runs: held, they
             # would make every collection of the import's own garbage walk them too.
             items = list(prepared_items(workspace))
@@ -150,14 +183,19 @@ async def run(rows: int, repeat: int, work: Path) -> bool:
             finally:
                 engine.close()
             commands.append(await command(ws.root, work / f"command-{n}"))
-    best_floor, best_migrate, best_command = (
-        min(steps, key=lambda s: s.wall) for steps in (floors, migrates, commands)
-    )
+    best_floor, best_migrate, best_command = (best(steps) for steps in (floors, migrates, commands))
     for name, step in (("floor", best_floor), ("migrate", best_migrate), ("command", best_command), ("replay", replay)):
         print(row(name, step, rows_written, total, None if name == "floor" else best_floor))
         emit(
             "steps", step=name, wall_s=step.wall, cpu_s=step.cpu, items_per_s=total / step.wall, floor_s=best_floor.wall
         )
+    best_read, best_scrub = best(reads), best(scrubs)
+    for name, step in (("read", best_read), ("scrub", best_scrub)):
+        print(share(name, step, best_floor))
+        emit("shares", step=name, wall_s=step.wall, cpu_s=step.cpu, floor_s=best_floor.wall, floor_cpu_s=best_floor.cpu)
+    ceiling = best_floor.wall / (best_floor.wall + best_scrub.wall)
+    ceiling_cpu = best_floor.cpu / (best_floor.cpu + best_scrub.cpu)
+    print(f"ceiling: with reading and mapping free, the scrubber leaves migrate {ceiling:.2f} (CPU {ceiling_cpu:.2f})")
     exact = all(s.stored == total and s.replayed == 0 for s in (*floors, *migrates, *commands)) and (
         replay.stored,
         replay.replayed,
