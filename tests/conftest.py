@@ -1,10 +1,11 @@
 """Suite-wide settings: how the tests share out among pytest-xdist's workers, and Hypothesis under load.
 
 `pytest` runs two xdist workers (`-n 2`, pyproject; `-n 0` runs in one process). The tests under
-`tests/integration/` and `tests/e2e/` start processes of their own (Celery workers, `tinymemory up`, servers)
-and wait on them with deadlines set for one such test at a time, so they form one unit of work: one worker
-runs them one after another, in file order, while the other worker and its idle moments take the rest, one
-test at a time. (xdist's own `loadgroup` cannot do this here: it renames test ids in a way pytest 9 ignores.)
+`tests/integration/`, `tests/e2e/` and `tests/reliability/` start processes of their own (Celery workers,
+`tinymemory up`, servers) and wait on them with deadlines set for one such test at a time, so they form one
+unit of work: one worker runs them one after another, in file order, while the other worker and its idle
+moments take the rest, one test at a time. (xdist's own `loadgroup` cannot do this here: it renames test ids
+in a way pytest 9 ignores.)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from xdist.remote import Producer
 from xdist.scheduler import LoadScopeScheduling
 
 PROCESS_UNIT = "tests that start processes"
-_PROCESS_DIRS = ("tests/integration/", "tests/e2e/")
+_PROCESS_DIRS = ("tests/integration/", "tests/e2e/", "tests/reliability/")
 
 # Two workers on two cores make data generation slower now and then; that is no finding about the code.
 settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])

@@ -8,13 +8,12 @@ import io
 import itertools
 import os
 import string
-import threading
 import time
 import zipfile
 from pathlib import Path
-from types import TracebackType
 
 from tests.fixtures.documents import docx_bytes
+from tests.reliability.looping import Looping
 
 MIB = 1024 * 1024
 _PLACEHOLDER = "LAUGHS-GO-HERE"
@@ -100,7 +99,7 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
-class ChildPeaks:
+class ChildPeaks(Looping):
     """Samples the peak RSS of every process below this one while inside, every `every_s` seconds.
 
     A process's VmHWM is its own high-water mark, so a sample loses only what a process reached in its
@@ -108,32 +107,18 @@ class ChildPeaks:
     """
 
     def __init__(self, every_s: float = 0.05) -> None:
+        super().__init__("child-peaks")
         self.every_s = every_s
         self.peaks: dict[int, int] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="child-peaks", daemon=True)
 
     @property
     def highest(self) -> int:
         return max(self.peaks.values(), default=0)
 
-    def _run(self) -> None:
-        me = os.getpid()
-        while not self._stop.is_set():
-            self.sample(me)
-            time.sleep(self.every_s)
+    def step(self) -> None:
+        self.finish()
+        time.sleep(self.every_s)
 
-    def sample(self, me: int) -> None:
-        for pid in descendants(me):
+    def finish(self) -> None:
+        for pid in descendants(os.getpid()):
             self.peaks[pid] = max(self.peaks.get(pid, 0), vm_hwm(pid))
-
-    def __enter__(self) -> ChildPeaks:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.sample(os.getpid())

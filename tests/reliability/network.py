@@ -13,49 +13,38 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import threading
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any
 
 from tests.fixtures.web_site import WebSite
+from tests.reliability.looping import Looping
 
 PUBLIC_IP = "93.184.216.34"
 PUBLIC_NAME = "public.example"
 
 
-class Victim:
+class Victim(Looping):
     """A loopback listener that accepts and counts connections, then drops them."""
 
     def __init__(self) -> None:
+        super().__init__("victim")
         self.accepted = 0
         self._server = socket.create_server(("127.0.0.1", 0))
         self._server.settimeout(0.05)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="victim", daemon=True)
 
     @property
     def port(self) -> int:
         return int(self._server.getsockname()[1])
 
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                connection, _ = self._server.accept()
-            except TimeoutError:
-                continue
-            self.accepted += 1
-            connection.close()
+    def step(self) -> None:
+        try:
+            connection, _ = self._server.accept()
+        except TimeoutError:
+            return
+        self.accepted += 1
+        connection.close()
 
-    def __enter__(self) -> Victim:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+    def finish(self) -> None:
         self._server.close()
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from engines.contract import Hit, ListRequest
+from engines.contract import Hit
 from tests.fixtures.documents import corrupt_pdf_bytes, zip_bomb_bytes
-from tests.reliability.conftest import Figures
+from tests.reliability.conftest import Figures, every_item
 from tests.reliability.hostile import (
     MIB,
     ChildPeaks,
@@ -81,16 +81,6 @@ def _plant(root: Path) -> dict[str, int]:
     return {name: len(data) for name, data in files.items()}
 
 
-async def _all(runtime: EmbeddedRuntime) -> list[Hit]:
-    hits, cursor = [], None
-    while True:
-        page = await runtime.engine.list(ListRequest(limit=500, cursor=cursor))
-        hits.extend(page.items)
-        if page.next_cursor is None:
-            return hits
-        cursor = page.next_cursor
-
-
 def _stored_size(items: list[Hit]) -> str:
     return f"in {len(items)} item(s) of {sum(len(hit.text) for hit in items)} characters"
 
@@ -110,11 +100,11 @@ async def test_hostile_files_are_dead_lettered_or_bounded_and_the_runtime_lives(
         await runtime.sync(entry.id)
         seconds = time.monotonic() - started
         letters = {d.unit_id: d for d in runtime.state.dead_letters(entry.id)}
-        hits = await _all(runtime)
+        hits = await every_item(runtime.engine)
         # Still serving: a plain file added now is stored by the next sync.
         (root / "after.md").write_text("the sequel about quokkas\n")
         await runtime.sync(entry.id)
-        after = await _all(runtime)
+        after = await every_item(runtime.engine)
     own = vm_hwm()
 
     stored: dict[str, list[Hit]] = {}

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from engines.contract import Hit, ListRequest
 from sources import SourceRequest
 from tests.e2e.test_embedded_pipeline import SECRETS
 from tests.fixtures.documents import docx_bytes, html_bytes, ipynb_bytes, pdf_bytes, xlsx_bytes
 from tests.fixtures.github_fake import FakeGitHub, GitRepo
 from tests.fixtures.web_site import Page, WebSite
-from tests.reliability.conftest import Figures
+from tests.reliability.conftest import Figures, every_item
 from worker import control
 from worker.embedded import EmbeddedRuntime
 from worker.settings import Settings
@@ -100,16 +99,6 @@ def github(tmp_path: Path) -> Iterator[FakeGitHub]:
         yield server
 
 
-async def _every_item(runtime: EmbeddedRuntime) -> list[Hit]:
-    hits, cursor = [], None
-    while True:
-        page = await runtime.engine.list(ListRequest(limit=7, cursor=cursor))
-        hits.extend(page.items)
-        if page.next_cursor is None:
-            return hits
-        cursor = page.next_cursor
-
-
 def _leaks(text: str) -> list[str]:
     """The planted secrets found in `text`, as written or with their spacing changed (a PDF's line breaks)."""
     squeezed = re.sub(r"\s+", "", text)
@@ -133,7 +122,7 @@ async def test_no_planted_secret_is_stored_in_any_format(tmp_path: Path, github:
             entry = control.add_source(runtime.state, request)
             await runtime.sync(entry.id)
         letters = runtime.state.dead_letters()
-        hits = await _every_item(runtime)
+        hits = await every_item(runtime.engine, page=7)
 
     formats = ["md", "pdf", "docx", "xlsx", "html", "ipynb", "thread", "export", "github", "feed"]
     holding = {fmt: [h for h in hits if _marker(fmt) in h.text] for fmt in formats}

@@ -62,7 +62,8 @@ def test_a_sync_longer_than_its_lease_is_never_run_twice_at_once(
     # The lease is taken where the sync is asked for (here) and kept where it runs (the worker).
     monkeypatch.setenv("TINYMEMORY_SYNC_LEASE_S", str(LEASE_S))
     cluster.extra_env.update({"TINYMEMORY_SYNC_LEASE_S": str(LEASE_S), "TINYMEMORY_ALLOW_PRIVATE_NETWORKS": "true"})
-    with TimedSite() as site:
+    site = TimedSite()
+    with site:
         # An empty sitemap: each sync is its listing alone, with no batch to wait for.
         empty = sitemap_xml([])
         for source_id, sitemap in (("web", SITEMAP), ("warm", "/warm.xml")):
@@ -89,6 +90,8 @@ def test_a_sync_longer_than_its_lease_is_never_run_twice_at_once(
             attempts += 1
             refused += not cluster.sync("web")
             time.sleep(0.25)
+        # The sync asked for meanwhile lists at once: it starts only after the long one ended, or overlaps it.
+        site.pages[SITEMAP] = Page(empty, content_type="application/xml")
         leases = Leases(cluster.client(), prefix=cluster.prefix)
 
         def both_done() -> bool:
