@@ -82,13 +82,17 @@ def _memory_docs(
 ) -> Iterator[Read]:
     for page in key_pages(main.conn, "document_id", main.doc_columns, "memory_docs", after, page_size, only):
         for row, _ in page:
-            yield from _account(section, row[0], _mapped(mapping, DocRow(*row), origin), stats)
+            read = _account(section, row[0], _mapped(mapping, DocRow(*row), origin), stats)
+            if read is not None:
+                yield read
 
 
 def _profile(main: MainStore, after: str | None, page_size: int, stats: ReadStats, origin: Origin) -> Iterator[Read]:
     for page in key_pages(main.conn, "facet_id", main.facet_columns, "user_profile", after, page_size):
         for row, _ in page:
-            yield from _account("profile", row[0], _mapped(profile_item, FacetRow(*row), origin), stats)
+            read = _account("profile", row[0], _mapped(profile_item, FacetRow(*row), origin), stats)
+            if read is not None:
+                yield read
 
 
 def _conversations(
@@ -109,7 +113,9 @@ def _conversations(
             mapped = _mapped(conversation_item, session, rows, origin)
             stats.rows += len(rows)
             dropped = sum(1 for row in rows if is_blank(text_of(row.content)))
-            yield from _account_group("conversations", session, mapped, len(rows), dropped, stats)
+            read = _account_group("conversations", session, mapped, len(rows), dropped, stats)
+            if read is not None:
+                yield read
 
 
 def _chunk_groups(
@@ -138,7 +144,9 @@ def _chunk_groups(
             mapped = _mapped(chunk_group_item, key.source_kind, key.source_id, texts, origin)
             stats.rows += len(rows)
             dropped = sum(1 for chunk in texts if is_blank(chunk.text))
-            yield from _account_group("chunks", key, mapped, len(rows), dropped, stats)
+            read = _account_group("chunks", key, mapped, len(rows), dropped, stats)
+            if read is not None:
+                yield read
 
 
 def _grouped(rows: list[Row], key: Callable[[Row], Hashable]) -> dict[Hashable, list[Row]]:
@@ -148,26 +156,29 @@ def _grouped(rows: list[Row], key: Callable[[Row], Hashable]) -> dict[Hashable, 
     return groups
 
 
-def _account(section: str, raw_key: Any, mapped: Mapped, stats: ReadStats) -> Iterator[Read]:
-    """Count a row of one-row sections; yield its item (a row of the other section is not counted)."""
+# Called once a row, so they return rather than yield: a generator a row cost more than the counting.
+
+
+def _account(section: str, raw_key: Any, mapped: Mapped, stats: ReadStats) -> Read | None:
+    """Count a row of one-row sections; its item, if any (a row of the other section is not counted)."""
     if mapped is None:
-        return
+        return None
     stats.rows += 1
     if isinstance(mapped, Skip):
         stats.skipped[section, mapped] += 1
-        return
-    yield section, text_of(raw_key) or "", mapped
+        return None
+    return section, text_of(raw_key) or "", mapped
 
 
-def _account_group(section: str, key: Key, mapped: Mapped, rows: int, blank: int, stats: ReadStats) -> Iterator[Read]:
-    """Count a group's blank rows; yield its item, or count its other rows under the reason it made none."""
+def _account_group(section: str, key: Key, mapped: Mapped, rows: int, blank: int, stats: ReadStats) -> Read | None:
+    """Count a group's blank rows; its item, or None with its other rows counted under the reason it made none."""
     if blank:
         stats.skipped[section, Skip.BLANK] += blank
     if isinstance(mapped, Skip):
         if mapped is not Skip.BLANK and rows > blank:
             stats.skipped[section, mapped] += rows - blank
-    elif mapped is not None:
-        yield section, key, mapped
+        return None
+    return None if mapped is None else (section, key, mapped)
 
 
 def _mapped(mapping: Callable[..., Mapped], *args: Any) -> Mapped:
