@@ -71,3 +71,13 @@ async def test_context_md_is_documented_and_answered_as_markdown(api: Api) -> No
     answer = await api.client.get("/v1/context.md")
     assert answer.status_code == 200 and list(documented) == ["text/markdown"]
     assert answer.headers["content-type"] == "text/markdown; charset=utf-8"
+
+
+# Found by the workflow fuzzer: a legacy import's workspace path that no folder can have once answered 500.
+@pytest.mark.parametrize("path", ["notes\x00", "~tinymemory-nobody/workspace"], ids=["nul", "unknown_user"])
+async def test_a_workspace_path_no_folder_can_have_is_an_invalid_request(api: Api, path: str) -> None:
+    answer = await api.post("/v1/legacy-imports", {"path": path})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["kind"] == "invalid_request" and "cannot be a folder" in error["message"]
+    assert (await api.client.get("/v1/legacy-imports")).json() == []

@@ -115,8 +115,14 @@ def import_id(workspace: Path, engine: str, namespace: Namespace) -> str:
 
 
 def canonical_workspace(path: str) -> Path:
-    """The workspace path as item ids know it (resolved; a missing folder resolves as far as it can)."""
-    return Path(path).expanduser().resolve()
+    """The workspace path as item ids know it (resolved; a missing folder resolves as far as it can). A path no
+    folder can have (a NUL byte, `~user` with no such user) is `InvalidRequestError`."""
+    try:
+        return Path(path).expanduser().resolve()
+    except (ValueError, RuntimeError, OSError) as err:
+        raise InvalidRequestError(
+            f"workspace path {path!r} cannot be a folder ({err}); give a v1 workspace's folder"
+        ) from None
 
 
 class LegacyImports:
