@@ -37,7 +37,8 @@ def key_fields(records: Sequence[Record], keys: tuple[str, ...] | None) -> tuple
         return keys
     names: dict[str, None] = {}
     for record in records:
-        names.update((k, None) for k, v in record.items() if k != "table" and not is_number(v))
+        # A figure a run left empty (a peer skipped) names nothing: only words and flags name rows.
+        names.update((k, None) for k, v in record.items() if k != "table" and isinstance(v, str | bool))
     return tuple(names)
 
 

@@ -55,6 +55,8 @@ def test_rows_gather_each_figure_over_runs_by_the_fields_that_name_them() -> Non
         ("wire", "ms"),
     )
     assert [row.values["n"] for row in numbered] == [[1.0], [2.0]]  # a numeric field can name a row when told
+    skipped = rows_of([run_of({"table": "s", "step": "first", "ours": 2.0, "peer": None})], "s")
+    assert [name for name, _ in skipped[0].key] == ["step"] and skipped[0].values == {"ours": [2.0]}
 
 
 def test_a_range_is_shown_once_when_its_ends_agree_and_as_min_to_max_otherwise() -> None:
