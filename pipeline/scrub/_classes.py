@@ -55,6 +55,7 @@ class PiiClass:
     group: int  # the capturing classes replace only the digits, so the keyword stays visible
     bare_numeric: bool  # left out of `has_likely_pii` (safety.md §6.9)
     narrow: SpanCheck | None = None  # when set, decides instead of `check` and may shorten the hit
+    late_gate: Gate | None = None  # a costlier part of the gate (a keyword lookup), asked once a hint matched
 
 
 def pii_class(
@@ -68,12 +69,12 @@ def pii_class(
     group: int = 0,
     bare: bool = False,
     narrow: SpanCheck | None = None,
+    late_gate: Gate | None = None,
 ) -> PiiClass:
     """A class whose hint is `[0-9]` followed by `hint_tail`, and whose token is `[REDACTED_PII_<token>]`."""
     hint = re.compile("[0-9]" + hint_tail)
-    return PiiClass(
-        name, re.compile(pattern), gate, hint, hint_tail, check, f"[REDACTED_PII_{token}]", group, bare, narrow
-    )
+    token_text = f"[REDACTED_PII_{token}]"
+    return PiiClass(name, re.compile(pattern), gate, hint, hint_tail, check, token_text, group, bare, narrow, late_gate)
 
 
 def _union(classes: tuple[PiiClass, ...]) -> re.Pattern[str]:

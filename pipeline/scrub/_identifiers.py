@@ -134,7 +134,8 @@ EXTENDED_CLASSES: tuple[PiiClass, ...] = (
         on_text(checksums.verhoeff_valid),
         "AADHAAR",
     ),
-    _SPEC["aadhaar_keyword"],
+    # A keyword class's twelve digits make a run of twelve, cheaper to ask of the facts than the keyword.
+    replace(_SPEC["aadhaar_keyword"], gate=lambda f: f.run >= 12, late_gate=lambda f: f.aadhaar_keyword()),
     pii_class(
         "aadhaar_bare",
         r"\b[2-9][0-9]{11}\b",
@@ -199,7 +200,7 @@ EXTENDED_CLASSES: tuple[PiiClass, ...] = (
     pii_class(
         "phone", CANDIDATE, lambda f: f.digits >= 7, HINT_TAIL, format_only, "PHONE", bare=True, narrow=phone_span
     ),
-    _SPEC["my_number"],
+    replace(_SPEC["my_number"], gate=lambda f: f.run >= 12, late_gate=lambda f: f.my_number_keyword()),
 )
 
 # Every extended class holds two digits side by side (the card's shape with a separator after every digit

@@ -46,9 +46,14 @@ def _may_hold_block(probe: FoldedText) -> bool:
     return "-----" in probe.text and all(needle in probe.folded for needle in _NEEDLES)
 
 
+def _without_block(text: str, extended: bool) -> bool:
+    # Every block holds one or the other; a capital Y is rare in prose and found by memchr.
+    return "-----" not in text and (not extended or "Y" not in text or "PuTTY" not in text)
+
+
 def _patterns(probe: FoldedText, extended: bool) -> tuple[re.Pattern[str], ...]:
-    if "-----" not in probe.text and (not extended or "PuTTY" not in probe.text):
-        return ()  # every block holds one or the other
+    if _without_block(probe.text, extended):
+        return ()
     if not extended:
         return BLOCK_PATTERNS if _may_hold_block(probe) else ()
     # PuTTY files hold no dashes, so the two patterns are gated apart.
@@ -60,7 +65,7 @@ def _patterns(probe: FoldedText, extended: bool) -> tuple[re.Pattern[str], ...]:
 def redact_private_keys(probe: FoldedText, *, extended: bool = False) -> tuple[str, int]:
     """Replace every private-key block; return the new text and the number of blocks replaced."""
     text = probe.text
-    if "-----" not in text and (not extended or "PuTTY" not in text):
+    if _without_block(text, extended):
         return text, 0  # the common case, settled before any pattern is chosen
     hits = 0
     for pattern in _patterns(probe, extended):

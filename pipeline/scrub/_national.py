@@ -114,11 +114,14 @@ def _national(
     needles = _needles(keywords)
 
     def gate(facts: TextFacts) -> bool:
-        if facts.digits < digits or facts.run < run:
-            return False
-        return keyword is None or shape is not None or facts.has_any(needles)
+        return facts.digits >= digits and facts.run >= run
 
-    return pii_class(name, pattern, gate, hint_tail, _checked(valid, keyword, shape), token)
+    def keyword_gate(facts: TextFacts) -> bool:
+        return facts.has_any(needles)
+
+    # The keyword lookup costs several substring searches: it waits until the class's hint has matched.
+    late_gate = keyword_gate if keyword is not None and shape is None else None
+    return pii_class(name, pattern, gate, hint_tail, _checked(valid, keyword, shape), token, late_gate=late_gate)
 
 
 _SSN_WORDS = ("ssn", "social security", "social security number")

@@ -30,11 +30,16 @@ def table_for(policy: Policy) -> ClassTable:
 Window = tuple[int, int]
 
 
-def _candidates(pii_class: PiiClass, view: str, lo: int = 0, hi: int | None = None) -> Iterator[re.Match[str]]:
-    """The class's matches within the window `view[lo:hi]` (the whole view by default)."""
+def _candidates(
+    pii_class: PiiClass, view: str, lo: int = 0, hi: int | None = None, facts: TextFacts | None = None
+) -> Iterator[re.Match[str]]:
+    """The class's matches within the window `view[lo:hi]` (the whole view by default); with `facts`, only
+    when the class's late gate, if it has one, opens too."""
     hi = len(view) if hi is None else hi
     hint = pii_class.hint.search(view, lo, hi)
     if hint is None:
+        return
+    if facts is not None and pii_class.late_gate is not None and not pii_class.late_gate(facts):
         return
     # Starting the scan later is exact: at a search position `\b` still sees the character before it.
     yield from pii_class.pattern.finditer(view, max(lo, hint.start() - LOOKBACK), hi)
@@ -59,9 +64,11 @@ def _windows(view: str, union: re.Pattern[str]) -> list[Window]:
     return [(lo, min(hi, len(view))) for lo, hi in windows]
 
 
-def _class_hits(pii_class: PiiClass, view: str, windows: list[Window], policy: Policy) -> Iterator[PiiHit]:
+def _class_hits(
+    pii_class: PiiClass, view: str, windows: list[Window], facts: TextFacts, policy: Policy
+) -> Iterator[PiiHit]:
     for lo, hi in windows:
-        for match in _candidates(pii_class, view, lo, hi):
+        for match in _candidates(pii_class, view, lo, hi, facts):
             start, end = match.span(pii_class.group)
             if pii_class.narrow is not None:
                 span = pii_class.narrow(view, start, end, policy)
@@ -71,28 +78,37 @@ def _class_hits(pii_class: PiiClass, view: str, windows: list[Window], policy: P
                 yield PiiHit(start, end, pii_class)
 
 
+# Every byte but an ASCII digit becomes a space, so two digits side by side are the bytes `00`.
+_DIGIT_MASK = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+
+
+def _without_identifiers(text: str, table: ClassTable) -> bool:
+    """True when an ASCII text lacks the digit run every class of the table needs: most prose does, and a
+    bytes translation proves it faster than building the view and its facts."""
+    return table.min_run == 2 and text.isascii() and b"00" not in text.encode("ascii").translate(_DIGIT_MASK)
+
+
 def find_hits(
     view: str, policy: Policy, *, include_bare: bool = True, table: ClassTable | None = None
 ) -> Iterator[PiiHit]:
     """Yield the passing hits of every class whose gate opens, in class order (overlaps not resolved)."""
     table = table or table_for(policy)
-    facts: TextFacts | None = None
-    if table.min_run > 1:
-        # Most text has no two digits side by side, which every class of this table needs: the digit facts
-        # (a bytes translation) settle that faster than the union of the hints (a scan of the regex engine).
-        facts = TextFacts(view)
-        if facts.run < table.min_run:
-            return
+    # Most text has no two digits side by side, which every class of the extended table needs: a bytes
+    # translation settles that faster than the union of the hints (a scan of the regex engine).
+    if _without_identifiers(view, table) or (
+        table.min_run > 1 and not view.isascii() and TextFacts(view).run < table.min_run
+    ):
+        return
     windows = _windows(view, table.any_hint)
     if not windows:
         return
-    facts = facts or TextFacts(view)
+    facts = TextFacts(view)
     others = not table.alone or any(table.others_hint.search(view, lo, hi) for lo, hi in windows)
     for pii_class in table.classes:
-        if (pii_class.bare_numeric and not include_bare) or not pii_class.gate(facts):
+        if not (others or pii_class.name in table.alone) or (pii_class.bare_numeric and not include_bare):
             continue
-        if others or pii_class.name in table.alone:
-            yield from _class_hits(pii_class, view, windows, policy)
+        if pii_class.gate(facts):
+            yield from _class_hits(pii_class, view, windows, facts, policy)
 
 
 def resolve_overlaps(hits: list[PiiHit]) -> list[PiiHit]:
@@ -115,16 +131,6 @@ def _splice(text: str, view: MatchingView, hits: list[PiiHit]) -> str:
         pos = end
     out.append(text[pos:])
     return "".join(out)
-
-
-# Every byte but an ASCII digit becomes a space, so two digits side by side are the bytes `00`.
-_DIGIT_MASK = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
-
-
-def _without_identifiers(text: str, table: ClassTable) -> bool:
-    """True when an ASCII text lacks the digit run every class of the table needs: most prose does, and a
-    bytes translation proves it faster than building the view and its facts."""
-    return table.min_run == 2 and text.isascii() and b"00" not in text.encode("ascii").translate(_DIGIT_MASK)
 
 
 def redact_identifiers(text: str, policy: Policy) -> tuple[str, int]:

@@ -30,7 +30,7 @@ def _in_template(text: str, scheme_end: int) -> bool:
 
 def find_url_credentials(text: str) -> list[Span]:
     """The spans of the passwords in URLs' userinfo."""
-    if "://" not in text or "@" not in text:
+    if "@" not in text or "://" not in text:  # most texts hold a link, few an `@`, found by memchr
         return []
     return [
         m.span(1)
