@@ -84,17 +84,23 @@ def count_rows(root: Path) -> int:
 
 async def read_and_scrub(workspace: LegacyWorkspace) -> tuple[Timed, Timed]:
     """The import's own work without an engine: reading and mapping every item, then scrubbing them."""
-    mapped: list[StoreItem] = []
 
     async def read() -> tuple[int, int]:
-        mapped.extend(imported.item for imported in workspace.items())
-        return len(mapped), 0
+        return sum(1 for _ in workspace.items()), 0
+
+    mapped = [imported.item for imported in workspace.items()]
 
     async def scrub() -> tuple[int, int]:
         policy = Policy()
         return sum(1 for item in mapped if scrub_item(item, policy).value), 0
 
-    return await timed(read), await timed(scrub)
+    # The import holds a batch at a time, not the workspace: the collector must not walk every item here.
+    read_step = await timed(read)
+    gc.freeze()
+    try:
+        return read_step, await timed(scrub)
+    finally:
+        gc.unfreeze()
 
 
 async def floor(items: list[StoreItem], path: Path) -> Timed:
