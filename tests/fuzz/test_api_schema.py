@@ -10,6 +10,8 @@ the error shape and sends more requests per operation; this one checks conforman
 
 from __future__ import annotations
 
+from typing import Any
+
 import hypothesis
 import pytest
 import schemathesis
@@ -23,7 +25,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from tests.fuzz.profiles import LONG_SCALE, is_long
+from tests.fuzz.profiles import LONG_SCALE, is_long, profile_name
 from tests.integration.test_api_fuzz import LOOPBACK, _config, _openapi, fuzzed_app, fuzzed_services
 
 __all__ = ["fuzzed_app", "fuzzed_services"]
@@ -57,3 +59,34 @@ schema = schemathesis.openapi.from_dict(_openapi(), config=_budgeted())
 def test_every_answer_conforms_to_the_schema(case: schemathesis.Case, fuzzed_app: FastAPI) -> None:
     response = case.call(base_url=LOOPBACK, app=fuzzed_app)
     case.validate_response(response, checks=CHECKS)
+
+
+# Workflows along the links schemathesis infers (create a source, then read, sync or delete it; ask for an
+# erasure or a legacy import, then read its receipt): what one call creates, the next one names.
+APIWorkflow = schema.as_state_machine()
+WORKFLOWS = 6 * (LONG_SCALE if is_long() else 1)
+
+
+@pytest.mark.timeout(60 * (LONG_SCALE if is_long() else 1))
+def test_workflows_along_the_schemas_links_conform(fuzzed_app: FastAPI) -> None:
+    called: list[str] = []
+
+    class Workflow(APIWorkflow):  # type: ignore[misc, valid-type]
+        def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, Any]:
+            return {"base_url": LOOPBACK, "app": fuzzed_app}
+
+        def validate_response(self, response: Any, case: schemathesis.Case, *args: Any, **kwargs: Any) -> None:
+            called.append(case.operation.label)
+            case.validate_response(response, checks=CHECKS)
+
+    Workflow.run(
+        settings=hypothesis.settings(
+            hypothesis.settings.get_profile(profile_name()),
+            max_examples=WORKFLOWS,
+            stateful_step_count=6,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
+    )
+    # Each scenario chains at least one call into another, so the runs exercised the links.
+    assert len(called) > WORKFLOWS, called
