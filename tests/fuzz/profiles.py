@@ -1,7 +1,7 @@
 """The fuzzers' budgets: one hypothesis profile for CI, one for running by hand.
 
 `ci` (the default) is derandomized with a fixed number of examples per test and a deadline per example, so the
-whole of `tests/fuzz` takes the same, bounded time on every run (under 45 s on a 2-core machine) and a failure
+whole of `tests/fuzz` takes the same, bounded time on every run (sized for 45 s on a 2-core machine) and a failure
 repeats. `long` multiplies every test's examples by `LONG_SCALE`, draws fresh random inputs each run and keeps
 hypothesis' example database, so a failure found once is tried first next time:
 
