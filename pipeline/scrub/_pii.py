@@ -30,19 +30,18 @@ def table_for(policy: Policy) -> ClassTable:
 Window = tuple[int, int]
 
 
-def _candidates(
-    pii_class: PiiClass, view: str, lo: int = 0, hi: int | None = None, facts: TextFacts | None = None
-) -> Iterator[re.Match[str]]:
-    """The class's matches within the window `view[lo:hi]` (the whole view by default); with `facts`, only
-    when the class's late gate, if it has one, opens too."""
-    hi = len(view) if hi is None else hi
+def _scan_start(pii_class: PiiClass, view: str, lo: int, hi: int) -> int | None:
+    """Where the class's scan of the window `view[lo:hi]` may start, or None when its hint is not there."""
     hint = pii_class.hint.search(view, lo, hi)
-    if hint is None:
-        return
-    if facts is not None and pii_class.late_gate is not None and not pii_class.late_gate(facts):
-        return
     # Starting the scan later is exact: at a search position `\b` still sees the character before it.
-    yield from pii_class.pattern.finditer(view, max(lo, hint.start() - LOOKBACK), hi)
+    return None if hint is None else max(lo, hint.start() - LOOKBACK)
+
+
+def _candidates(pii_class: PiiClass, view: str, lo: int = 0, hi: int | None = None) -> Iterator[re.Match[str]]:
+    """The class's matches within the window `view[lo:hi]` (the whole view by default)."""
+    hi = len(view) if hi is None else hi
+    start = _scan_start(pii_class, view, lo, hi)
+    return iter(()) if start is None else pii_class.pattern.finditer(view, start, hi)
 
 
 def _windows(view: str, union: re.Pattern[str]) -> list[Window]:
@@ -66,16 +65,27 @@ def _windows(view: str, union: re.Pattern[str]) -> list[Window]:
 
 def _class_hits(
     pii_class: PiiClass, view: str, windows: list[Window], facts: TextFacts, policy: Policy
-) -> Iterator[PiiHit]:
+) -> list[PiiHit]:
+    """The class's passing hits; its late gate, if any, is asked once its hint has matched."""
+    hits: list[PiiHit] = []
+    late_gate = pii_class.late_gate
     for lo, hi in windows:
-        for match in _candidates(pii_class, view, lo, hi, facts):
-            start, end = match.span(pii_class.group)
+        start = _scan_start(pii_class, view, lo, hi)
+        if start is None:
+            continue
+        if late_gate is not None:
+            if not late_gate(facts):
+                return hits
+            late_gate = None
+        for match in pii_class.pattern.finditer(view, start, hi):
+            begin, end = match.span(pii_class.group)
             if pii_class.narrow is not None:
-                span = pii_class.narrow(view, start, end, policy)
-                if span is not None:
-                    yield PiiHit(span[0], span[1], pii_class)
-            elif pii_class.check(view, start, end, policy):
-                yield PiiHit(start, end, pii_class)
+                narrowed = pii_class.narrow(view, begin, end, policy)
+                if narrowed is not None:
+                    hits.append(PiiHit(narrowed[0], narrowed[1], pii_class))
+            elif pii_class.check(view, begin, end, policy):
+                hits.append(PiiHit(begin, end, pii_class))
+    return hits
 
 
 # Every byte but an ASCII digit becomes a space, so two digits side by side are the bytes `00`.
@@ -88,16 +98,25 @@ def _without_identifiers(text: str, table: ClassTable) -> bool:
     return table.min_run == 2 and text.isascii() and b"00" not in text.encode("ascii").translate(_DIGIT_MASK)
 
 
+def _lacks_digit_run(view: str, table: ClassTable) -> bool:
+    if table.min_run < 2:
+        return False
+    if view.isascii():
+        return _without_identifiers(view, table)
+    return TextFacts(view).run < table.min_run
+
+
 def find_hits(
-    view: str, policy: Policy, *, include_bare: bool = True, table: ClassTable | None = None
+    view: str, policy: Policy, *, include_bare: bool = True, table: ClassTable | None = None, run_known: bool = False
 ) -> Iterator[PiiHit]:
-    """Yield the passing hits of every class whose gate opens, in class order (overlaps not resolved)."""
+    """Yield the passing hits of every class whose gate opens, in class order (overlaps not resolved).
+
+    `run_known` says the caller has checked the view's digit run already (`_without_identifiers`).
+    """
     table = table or table_for(policy)
     # Most text has no two digits side by side, which every class of the extended table needs: a bytes
     # translation settles that faster than the union of the hints (a scan of the regex engine).
-    if _without_identifiers(view, table) or (
-        table.min_run > 1 and not view.isascii() and TextFacts(view).run < table.min_run
-    ):
+    if not run_known and _lacks_digit_run(view, table):
         return
     windows = _windows(view, table.any_hint)
     if not windows:
@@ -136,10 +155,12 @@ def _splice(text: str, view: MatchingView, hits: list[PiiHit]) -> str:
 def redact_identifiers(text: str, policy: Policy) -> tuple[str, int]:
     """Replace every kept PII hit with its class token; return the new text and the number replaced."""
     table = table_for(policy)
-    if _without_identifiers(text, table) and not (policy.redact_emails and "@" in text):
+    lacks_run = _without_identifiers(text, table)
+    if lacks_run and not (policy.redact_emails and "@" in text):
         return text, 0
     view = matching_view(text)
-    hits = list(find_hits(view.text, policy, table=table))
+    # An ASCII text is its own view, so its digit run is known.
+    hits = [] if lacks_run else list(find_hits(view.text, policy, table=table, run_known=text.isascii()))
     if policy.redact_emails:
         hits.extend(PiiHit(start, end, EMAIL_CLASS) for start, end in find_emails(view.text))
     hits = resolve_overlaps(hits)
