@@ -2,7 +2,7 @@
 `context.md` compiler (`engines.tools.context`); spec: tools-and-context.md."""
 
 from engines.tools.context import Brief, ContextCompiler, ContextDoc, ContextSpec, compile_context, default_briefs
-from engines.tools.memory import MemoryTools
+from engines.tools.memory import MemoryTools, Prepare
 from engines.tools.names import (
     MEMORY_EXPLORE,
     MEMORY_FETCH,
@@ -32,6 +32,7 @@ __all__ = [
     "ContextDoc",
     "ContextSpec",
     "MemoryTools",
+    "Prepare",
     "ToolScope",
     "ToolSpec",
     "compile_context",

@@ -14,6 +14,7 @@ from engines.contract import (
     MemoryEngine,
     Namespace,
     Reach,
+    StoreItem,
     UnsupportedError,
 )
 from engines.tools import names, render
@@ -27,11 +28,18 @@ from engines.tools.spec import ToolSpec, served_modes, tool_specs
 Clock = Callable[[], datetime]
 """Returns the current instant (UTC); what `memory_store` records as `observed_at`."""
 
+Prepare = Callable[[StoreItem], StoreItem]
+"""What the host does to an item a model stores, before it is stored (the product's pipeline scrubs it)."""
+
 _UNKNOWN_TOOL = "unknown tool `{name}`; the memory tools are " + ", ".join(TOOL_NAMES)
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _as_is(item: StoreItem) -> StoreItem:
+    return item
 
 
 class MemoryTools:
@@ -40,7 +48,8 @@ class MemoryTools:
     The model never chooses whose memory it touches: writes land at `scope.place`, every read is
     confined to `scope.reach`, and `namespace` or `reach` in the arguments is refused. Instances are
     immutable; the builders return new tools. `zone` is the IANA zone `refers_to` days are read in
-    (None: UTC); `clock` gives the time stored items are observed at.
+    (None: UTC); `clock` gives the time stored items are observed at; `prepare` is applied to every item
+    `memory_store` stores (its id is computed after, from what is stored).
     """
 
     def __init__(
@@ -50,11 +59,13 @@ class MemoryTools:
         *,
         zone: str | None = None,
         clock: Clock | None = None,
+        prepare: Prepare | None = None,
     ) -> None:
         self._engine = engine
         self._scope = scope if scope is not None else ToolScope.default()
         self._zone = zone
         self._clock = clock or _utc_now
+        self._prepare = prepare or _as_is
         self._build = RequestBuilder(self._scope, zone)
 
     @property
@@ -67,7 +78,7 @@ class MemoryTools:
 
     def with_scope(self, scope: ToolScope) -> MemoryTools:
         """The same tools under another scope."""
-        return MemoryTools(self._engine, scope, zone=self._zone, clock=self._clock)
+        return MemoryTools(self._engine, scope, zone=self._zone, clock=self._clock, prepare=self._prepare)
 
     def placed_at(self, place: Namespace) -> MemoryTools:
         """Writes at `place`, reads of `place` and its ancestors (`Reach.of(place)`)."""
@@ -125,7 +136,7 @@ class MemoryTools:
             case names.MEMORY_EXPLORE:
                 return render.explored(await engine.explore(build.explore(args)))
             case names.MEMORY_STORE:
-                return render.stored(await engine.store(build.item(args, self._clock())))
+                return render.stored(await engine.store(self._prepare(build.item(args, self._clock()))))
             case _:  # memory_forget, the last of the seven: `call` refused every other name
                 return await self._forget(args)
 

@@ -10,7 +10,8 @@ source id, a target its kind cannot read) is a contract error whose message says
     runs      runs (the syncs in progress and the last ones done: `RunBoard`)
     letters   dead_letters, letter_id, replay_dead_letter, replay_dead_letters, purge_dead_letters
     erasures  request_erasure, erasure_status (an `ErasureRunner` runs them: here, or the erase workers),
-              refuse_erased_store, guarded_tools (the agent tools, refusing a store into what was erased)
+              refuse_erased_store
+    tools     guarded_tools (the agent tools: a store is scrubbed, and refused into what was erased)
     tokens    add_token, list_tokens, revoke_token, authenticate, check_listen
     legacy    start_legacy_import, legacy_import_status, legacy_imports (v1 TinyCortex workspaces)
 
@@ -21,7 +22,6 @@ from sources import SourceEntry, SourceRequest
 from worker.control.erasures import (
     CLI_CALLER,
     erasure_status,
-    guarded_tools,
     refuse_erased_store,
     request_erasure,
 )
@@ -62,6 +62,7 @@ from worker.control.tokens import (
     list_tokens,
     revoke_token,
 )
+from worker.control.tools import guarded_tools
 from worker.erasures import ErasureReceipt, ErasureTarget
 from worker.jobs.legacy import LegacyImportRecord, LegacyImportRequest
 from worker.records import DeadLetter, SyncOutcome

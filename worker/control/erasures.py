@@ -3,17 +3,14 @@
 A request is answered at once with its receipt; the erasure runs on an `ErasureRunner`: here, in process
 (embedded mode), or on the erase workers (`tm.erase`). The tombstone is written as the request is taken,
 so from that moment new syncs of what it covers are refused and running jobs drop what they would store, and
-the agent tools of the API and of `tinymemory mcp` (`guarded_tools`) refuse to store into it.
+the agent tools of the API and of `tinymemory mcp` (`worker.control.tools`) refuse to store into it.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
-from typing import Any
 
-from engines.contract import ConflictError, ItemKind, MemoryEngine, Namespace, NotFoundError
-from engines.tools import MEMORY_STORE, MemoryTools, ToolScope
+from engines.contract import ConflictError, ItemKind, Namespace, NotFoundError
 from sources import SourceEntry
 from worker.control.results import ErasureRunner
 from worker.erasures import ErasureReceipt, ErasureRequest, ErasureTarget, Tombstone, refusing, scopes_over
@@ -70,37 +67,3 @@ def refuse_erased_store(state: StateStore, namespace: Namespace, kind: ItemKind)
             f"`tinymemory erase status {erased.erasure_id}`); what an erasure covers stays erased, so store it "
             "under another namespace"
         )
-
-
-def guarded_tools(state: StateStore, engine: MemoryEngine, scope: ToolScope) -> MemoryTools:
-    """The memory tools over `engine` under `scope`, whose `memory_store` is refused (`ConflictError`, before
-    anything is stored) where an erasure, queued, running or done, covers the item it would store."""
-    return _GuardedTools(state, engine, scope)
-
-
-class _GuardedTools(MemoryTools):
-    def __init__(self, state: StateStore, engine: MemoryEngine, scope: ToolScope) -> None:
-        super().__init__(engine, scope)
-        self._state = state
-
-    def with_scope(self, scope: ToolScope) -> MemoryTools:
-        # The builders (placed_at, read_only...) go through here: the guard stays on whatever they return.
-        return _GuardedTools(self._state, self.engine, scope)
-
-    async def call(self, name: str, args: dict[str, Any] | str | bytes | None) -> str:
-        # Read-only tools refuse the write themselves, with their own message.
-        if name == MEMORY_STORE and self.scope.writes:
-            for kind in _stored_kinds(args):
-                refuse_erased_store(self._state, self.scope.place, kind)
-        return await super().call(name, args)
-
-
-def _stored_kinds(args: dict[str, Any] | str | bytes | None) -> list[ItemKind]:
-    """The kinds a `memory_store` call's arguments name: exactly one when they are valid, which `call` checks
-    next (arguments it cannot read name none, and are refused there)."""
-    if isinstance(args, str | bytes):
-        try:
-            args = json.loads(args)
-        except (ValueError, RecursionError):
-            return []
-    return [kind for kind in ItemKind if isinstance(args, dict) and kind.value in args]
