@@ -1,10 +1,10 @@
 """Suite-wide settings: how the tests share out among pytest-xdist's workers, and Hypothesis under load.
 
-`pytest` runs two xdist workers (`-n 2`, pyproject; `-n 0` runs in one process). The tests under
-`tests/integration/`, `tests/e2e/`, `tests/reliability/` and `tests/browser/` start processes of their own (Celery workers,
-`tinymemory up`, servers) and wait on them with deadlines set for one such test at a time, so they form one
-unit of work: one worker runs them one after another, in file order, while the other worker and its idle
-moments take the rest, one test at a time. (xdist's own `loadgroup` cannot do this here: it renames test ids
+With `pytest -n 2` (opt-in; pyproject keeps one process by default) the tests under `tests/integration/`,
+`tests/e2e/`, `tests/reliability/` and `tests/browser/` start processes of their own (Celery workers,
+`tinymemory up`, servers, a browser) and wait on them with deadlines set for one such test at a time, so they
+form one unit of work: one worker runs them one after another, in file order, while the other worker takes the
+rest, one test at a time. (xdist's own `loadgroup` cannot do this here: it renames test ids
 in a way pytest 9 ignores.)
 """
 
@@ -19,7 +19,7 @@ PROCESS_UNIT = "tests that start processes"
 # The browser tests also share one `tinymemory up` and build on each other's steps, so they must stay together.
 _PROCESS_DIRS = ("tests/integration/", "tests/e2e/", "tests/reliability/", "tests/browser/")
 
-# Two workers on two cores make data generation slower now and then; that is no finding about the code.
+# A loaded machine (other workers, other suites) makes data generation slow now and then; no finding about the code.
 settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("suite")
 
