@@ -37,9 +37,11 @@ def _sanitize_once(text: str, policy: Policy) -> tuple[str, SanitizationReport |
     # The stages share one fold of the text until one of them changes it.
     probe = FoldedText(text)
     text, blocks = redact_private_keys(probe, extended=extended)
-    probe = _refold(probe, text)
+    if blocks:
+        probe = FoldedText(text)
     text, markers = redact_markers(probe, _marker_value_accepted if extended else None)
-    probe = _refold(probe, text)
+    if markers:
+        probe = FoldedText(text)
     text, shapes = redact_credentials(probe) if extended else redact_shapes(probe)
     text, identifiers = redact_identifiers(text, policy)
     if not (blocks or markers or shapes or identifiers):
@@ -48,10 +50,6 @@ def _sanitize_once(text: str, policy: Policy) -> tuple[str, SanitizationReport |
         blocked_secret_hits=blocks, text_redactions=markers + shapes, pii_redactions=identifiers
     )
     return text, report
-
-
-def _refold(probe: FoldedText, text: str) -> FoldedText:
-    return probe if text is probe.text else FoldedText(text)
 
 
 def sanitize_text(text: str, policy: Policy = DEFAULT_POLICY) -> Sanitized[str]:
@@ -64,12 +62,16 @@ def sanitize_text(text: str, policy: Policy = DEFAULT_POLICY) -> Sanitized[str]:
     something to redact, and the report sums the passes. Every pass that changes the text removes some of
     what is not a redaction token, so the passes end; the bound is a backstop.
     """
-    return _until_stable(lambda current: _sanitize_once(current, policy), text)
+    first, found = _sanitize_once(text, policy)
+    if found is None:
+        return Sanitized(first, SanitizationReport())  # most texts: one pass that replaced nothing
+    return _until_stable(lambda current: _sanitize_once(current, policy), first, found)
 
 
-def _until_stable(one_pass: OnePass, text: str) -> Sanitized[str]:
-    report = SanitizationReport()
-    for _ in range(_MAX_PASSES):
+def _until_stable(one_pass: OnePass, text: str, found: SanitizationReport | None = None) -> Sanitized[str]:
+    """Repeat `one_pass` until it replaces nothing; `found` is the report of a pass already run on `text`."""
+    report = SanitizationReport() if found is None else found
+    for _ in range(_MAX_PASSES - (found is not None)):
         text, found = one_pass(text)
         if found is None or not found.changed():
             break
