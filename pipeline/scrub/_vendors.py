@@ -167,9 +167,10 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
 
 _MATCHED = tuple(f for f in VENDOR_FORMATS if not f.scan)
 _SCAN_NEEDLES = tuple((needle, f) for f in VENDOR_FORMATS if f.scan for needle in f.needles)
-# The token characters from rarest to commonest in the long runs of documentation (URLs, paths and options,
-# counted over tldr-pages): capitals, symbols and digits first, the letters of `https://` and `.com` last.
-_RUN_RARITY = 'QJYZ~+WK@X"VHBFU9LG=NR7OIDP6TM5SAE34C8q02zj1xvyk_wbf-:ugdl.mhcnirpasoe/t'
+# Where a needle is looked for: first the few characters that, between them, anchor every needle while
+# being rare in the long runs of documentation (URLs, paths and options, counted over tldr-pages), then the
+# other token characters from rarest to commonest, the letters of `https://` and `.com` last.
+_RUN_RARITY = 'J~K9GNA021xvk_-d.QYZ+W@X"VHBFUL=R7OIDP6TM5SE34C8qzjywbf:uglmhcnirpasoe/t'
 _NEEDLES = NeedleIndex((n for f in _MATCHED for n in f.needles), _RUN_RARITY)
 _BY_NEEDLE: dict[str, tuple[VendorFormat, ...]] = {
     needle: tuple(f for f in _MATCHED if needle in f.needles) for needle in _NEEDLES.needles
