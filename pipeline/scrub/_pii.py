@@ -44,8 +44,11 @@ def _candidates(pii_class: PiiClass, view: str, lo: int = 0, hi: int | None = No
     return iter(()) if start is None else pii_class.pattern.finditer(view, start, hi)
 
 
-def _windows(view: str, union: re.Pattern[str]) -> list[Window]:
+def _windows(view: str, union: re.Pattern[str], digits: Window) -> list[Window]:
     """Where the table's matches can lie: the union's matches, widened by LOOKBACK on each side and merged.
+
+    `digits` spans the view's digits: the union starts with one and is shorter than LOOKBACK, so its scan
+    starts at the first digit and stops LOOKBACK after the last.
 
     A class match holds one of its hints, the union matches where that hint starts, and an occurrence of the
     union that its scan skipped starts inside one that the scan found; no match or hint is LOOKBACK long. So
@@ -54,7 +57,7 @@ def _windows(view: str, union: re.Pattern[str]) -> list[Window]:
     would end at the cut, further than LOOKBACK from every hint it holds.
     """
     windows: list[list[int]] = []
-    for match in union.finditer(view):
+    for match in union.finditer(view, digits[0], digits[1] + LOOKBACK):
         lo, hi = match.start() - LOOKBACK, match.end() + LOOKBACK
         if windows and lo <= windows[-1][1]:
             windows[-1][1] = hi
@@ -92,33 +95,40 @@ def _class_hits(
 _DIGIT_MASK = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 
 
-def _without_identifiers(text: str, table: ClassTable) -> bool:
-    """True when an ASCII text lacks the digit run every class of the table needs: most prose does, and a
-    bytes translation proves it faster than building the view and its facts."""
-    return table.min_run == 2 and text.isascii() and b"00" not in text.encode("ascii").translate(_DIGIT_MASK)
+def _digit_span(view: str, table: ClassTable) -> Window | None:
+    """From the view's first digit to just past its last, or None when the view cannot hold a match of the
+    table: it has no digit, or lacks the run of digits every class of the table holds (most prose does).
 
-
-def _lacks_digit_run(view: str, table: ClassTable) -> bool:
-    if table.min_run < 2:
-        return False
-    if view.isascii():
-        return _without_identifiers(view, table)
-    return TextFacts(view).run < table.min_run
+    For an ASCII view a bytes translation settles it, faster than a scan of the regex engine.
+    """
+    if not view.isascii():
+        if table.min_run > 1 and TextFacts(view).run < table.min_run:
+            return None
+        return 0, len(view)
+    mask = view.encode("ascii").translate(_DIGIT_MASK)
+    first = mask.find(b"0")
+    if first < 0 or (table.min_run > 1 and b"0" * table.min_run not in mask):
+        return None
+    return first, mask.rfind(b"0") + 1
 
 
 def find_hits(
-    view: str, policy: Policy, *, include_bare: bool = True, table: ClassTable | None = None, run_known: bool = False
+    view: str,
+    policy: Policy,
+    *,
+    include_bare: bool = True,
+    table: ClassTable | None = None,
+    digits: Window | None = None,
 ) -> Iterator[PiiHit]:
     """Yield the passing hits of every class whose gate opens, in class order (overlaps not resolved).
 
-    `run_known` says the caller has checked the view's digit run already (`_without_identifiers`).
+    `digits` is the view's `_digit_span` when the caller has it already.
     """
     table = table or table_for(policy)
-    # Most text has no two digits side by side, which every class of the extended table needs: a bytes
-    # translation settles that faster than the union of the hints (a scan of the regex engine).
-    if not run_known and _lacks_digit_run(view, table):
+    digits = digits or _digit_span(view, table)
+    if digits is None:
         return
-    windows = _windows(view, table.any_hint)
+    windows = _windows(view, table.any_hint, digits)
     if not windows:
         return
     facts = TextFacts(view)
@@ -155,12 +165,13 @@ def _splice(text: str, view: MatchingView, hits: list[PiiHit]) -> str:
 def redact_identifiers(text: str, policy: Policy) -> tuple[str, int]:
     """Replace every kept PII hit with its class token; return the new text and the number replaced."""
     table = table_for(policy)
-    lacks_run = _without_identifiers(text, table)
-    if lacks_run and not (policy.redact_emails and "@" in text):
+    # An ASCII text is its own view, so its digits are known before the view is made.
+    ascii_text = text.isascii()
+    digits = _digit_span(text, table) if ascii_text else None
+    if ascii_text and digits is None and not (policy.redact_emails and "@" in text):
         return text, 0
     view = matching_view(text)
-    # An ASCII text is its own view, so its digit run is known.
-    hits = [] if lacks_run else list(find_hits(view.text, policy, table=table, run_known=text.isascii()))
+    hits = [] if ascii_text and digits is None else list(find_hits(view.text, policy, table=table, digits=digits))
     if policy.redact_emails:
         hits.extend(PiiHit(start, end, EMAIL_CLASS) for start, end in find_emails(view.text))
     hits = resolve_overlaps(hits)

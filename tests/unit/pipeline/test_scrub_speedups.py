@@ -39,6 +39,9 @@ def test_no_match_or_hint_is_as_long_as_the_lookback(table: ClassTable) -> None:
         assert _width(pii_class.hint) < LOOKBACK, pii_class.name
         assert "(?=" not in pii_class.pattern.pattern and "(?!" not in pii_class.pattern.pattern, pii_class.name
         assert "(?=" not in pii_class.hint.pattern and "(?!" not in pii_class.hint.pattern, pii_class.name
+    # The union starts with a digit and its scan stops LOOKBACK after the view's last digit.
+    assert table.any_hint.pattern.startswith("[0-9]")
+    assert _width(table.any_hint) < LOOKBACK
 
 
 def _reference_hits(view: str, policy: Policy, table: ClassTable) -> list[PiiHit]:
