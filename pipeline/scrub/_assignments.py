@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from functools import lru_cache
 
 from pipeline.scrub._needles import FoldedText
 from pipeline.scrub._values import assigned_secret, quoted_phrase_secret, random_looking
@@ -81,6 +82,7 @@ def _parts(name: str) -> list[str]:
     return [p.lower() for p in _PARTS.findall(name)]
 
 
+@lru_cache(maxsize=4096)  # documents repeat a few names ("password", "api_key") many times over
 def classify_name(name: str, before: str) -> _Name | None:
     """What kind of secret a name stands for, or None. `before` is the character before the name."""
     parts = _parts(name)
