@@ -65,12 +65,21 @@ def headings_md(size: int) -> bytes:
 
 def vm_hwm(pid: int | str = "self") -> int:
     """The peak resident set of a process, in bytes (0 once it is gone)."""
+    return _status_bytes(pid, "VmHWM:")
+
+
+def vm_rss(pid: int | str = "self") -> int:
+    """The resident set of a process now, in bytes (0 once it is gone)."""
+    return _status_bytes(pid, "VmRSS:")
+
+
+def _status_bytes(pid: int | str, field: str) -> int:
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return 0
     for line in status.splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field):
             return int(line.split()[1]) * 1024
     return 0
 

@@ -22,6 +22,7 @@ from tests.reliability.hostile import (
     laughs_xml,
     reset_own_peak,
     vm_hwm,
+    vm_rss,
 )
 from worker.control import ensure_local_source
 from worker.embedded.runtime import EmbeddedRuntime
@@ -33,7 +34,9 @@ CONVERT_TIMEOUT_S = 10.0
 MAX_FILE_MB = 25.0  # above the 20 MB file of newlines, so it is read, converted and chunked, not just refused
 # Bounds on peak RSS. A converter process also lives under the pool's 1 GiB address-space ceiling.
 CHILD_RSS_BOUND = 400 * MIB
-OWN_RSS_BOUND = 600 * MIB
+# This process is the test runner: what it held before (the rest of a whole suite) is not the runtime's doing,
+# so its growth during the sync is bounded, not its size.
+OWN_RSS_BOUND = 400 * MIB
 # 1 MiB, not the 4 MiB of the issue: the local engine stores 4 MiB of headings in 20-40 s on a busy 2-core
 # machine (its chunking and embedding, measured), past this suite's budget; the pipeline's share is linear.
 HEADINGS_BYTES = 1 * MIB
@@ -94,6 +97,7 @@ async def test_hostile_files_are_dead_lettered_or_bounded_and_the_runtime_lives(
         data_dir=tmp_path / "data", convert_workers=1, convert_timeout_s=CONVERT_TIMEOUT_S, max_file_mb=MAX_FILE_MB
     )
     reset_own_peak()
+    held_before = vm_rss()
     with EmbeddedRuntime(settings) as runtime, ChildPeaks() as children:
         entry = ensure_local_source(runtime.state, root)
         started = time.monotonic()
@@ -105,7 +109,7 @@ async def test_hostile_files_are_dead_lettered_or_bounded_and_the_runtime_lives(
         (root / "after.md").write_text("the sequel about quokkas\n")
         await runtime.sync(entry.id)
         after = await every_item(runtime.engine)
-    own = vm_hwm()
+    own = vm_hwm() - held_before
 
     stored: dict[str, list[Hit]] = {}
     for hit in hits:
@@ -115,7 +119,7 @@ async def test_hostile_files_are_dead_lettered_or_bounded_and_the_runtime_lives(
     children_peak = f"{children.highest / MIB:.0f} MiB at most over {len(children.peaks)}"
     figures(
         f"dead letters: {len(letters)}; stored units: {len(stored)} in {len(hits)} items; sync {seconds:.1f} s "
-        f"(bound {SYNC_BOUND_S:g} s); peak RSS: this process {own / MIB:.0f} MiB (bound {OWN_RSS_BOUND // MIB}), "
+        f"(bound {SYNC_BOUND_S:g} s); peak RSS: this process +{own / MIB:.0f} MiB (bound {OWN_RSS_BOUND // MIB}), "
         f"pool processes {children_peak} (bound {CHILD_RSS_BOUND // MIB})",
         *(f"{name}: {stage} {message}" for name, (stage, message) in sorted(ended.items())),
     )
