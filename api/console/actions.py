@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from api.console.pages import admin_viewer
 from api.console.route import ConsoleRoute, back, keys_of, services_of
-from api.console.session import CSRF_FIELD
+from api.console.session import CSRF_FIELD, Viewer
 from engines.contract import Error, InvalidRequestError, ItemKind, Namespace
 from worker import control
 from worker.control import ErasureTarget, Services, SourceRequest, SyncOutcome, SyncRunner
@@ -62,10 +62,11 @@ def _runner(request: Request, services: Services) -> SyncRunner:
     return syncs
 
 
-def _allowed(request: Request, csrf: str) -> Services:
+def _allowed(request: Request, csrf: str) -> tuple[Viewer, Services]:
+    """The admin asking, once the form's CSRF token is checked, and the services to act with."""
     who = admin_viewer(request)
     keys_of(request).check(who.session, csrf)
-    return services_of(request)
+    return who, services_of(request)
 
 
 def _says(outcome: SyncOutcome) -> str:
@@ -86,7 +87,7 @@ async def add_source(
     interval_s: Annotated[str, Form()] = "",
     include: Annotated[str, Form()] = "",
 ) -> Response:
-    services = _allowed(request, csrf)
+    _, services = _allowed(request, csrf)
     fields: dict[str, Any] = {
         "kind": kind.strip(),
         "target": target.strip(),
@@ -107,7 +108,7 @@ async def add_source(
 
 @router.post("/sources/{source_id}/sync")
 async def sync_source(request: Request, source_id: str, csrf: Csrf = "") -> Response:
-    services = _allowed(request, csrf)
+    _, services = _allowed(request, csrf)
     outcome = await control.sync_now(services.state(), _runner(request, services), source_id)
     return back(request, "/progress", _says(outcome))
 
@@ -116,7 +117,7 @@ async def sync_source(request: Request, source_id: str, csrf: Csrf = "") -> Resp
 async def set_enabled(
     request: Request, source_id: str, csrf: Csrf = "", enabled: Annotated[str, Form()] = ""
 ) -> Response:
-    services = _allowed(request, csrf)
+    _, services = _allowed(request, csrf)
     if enabled not in ("true", "false"):
         raise InvalidRequestError("enabled must be true or false")
     entry = control.set_enabled(services.state(), source_id, enabled == "true")
@@ -127,7 +128,7 @@ async def set_enabled(
 async def remove_source(
     request: Request, source_id: str, csrf: Csrf = "", keep_items: Annotated[str, Form()] = ""
 ) -> Response:
-    services = _allowed(request, csrf)
+    _, services = _allowed(request, csrf)
     keep = keep_items == "on"
     removal = await control.remove_source(
         services.state(), None if keep else services.engine(), source_id, keep_items=keep
@@ -138,14 +139,14 @@ async def remove_source(
 
 @router.post("/dead-letters/{letter}/replay")
 async def replay_one(request: Request, letter: str, csrf: Csrf = "") -> Response:
-    services = _allowed(request, csrf)
+    _, services = _allowed(request, csrf)
     done = await control.replay_dead_letter(services.state(), _runner(request, services), letter)
     return back(request, "/progress", f"replaying {', '.join(done.units) or 'the source'} of {done.source_id}")
 
 
 @router.post("/dead-letters/replay")
 async def replay_all(request: Request, csrf: Csrf = "", source: Annotated[str, Form()] = "") -> Response:
-    services = _allowed(request, csrf)
+    _, services = _allowed(request, csrf)
     replays = await control.replay_dead_letters(services.state(), _runner(request, services), source or None)
     units = sum(len(r.units) for r in replays)
     return back(request, "/progress", f"replaying {units} units of {len(replays)} sources")
@@ -155,7 +156,7 @@ async def replay_all(request: Request, csrf: Csrf = "", source: Annotated[str, F
 async def purge(
     request: Request, csrf: Csrf = "", source: Annotated[str, Form()] = "", confirm: Annotated[str, Form()] = ""
 ) -> Response:
-    services = _allowed(request, csrf)
+    _, services = _allowed(request, csrf)
     where = "/dead-letters" + (f"?source={source}" if source else "")
     if confirm != "on":
         return back(request, where, "tick the box to confirm the purge: purged letters are not retried")
@@ -172,8 +173,7 @@ async def request_erasure(
     confirm: Annotated[str, Form()] = "",
     kinds: Annotated[list[str] | None, Form()] = None,
 ) -> Response:
-    services = _allowed(request, csrf)
-    who = admin_viewer(request)
+    who, services = _allowed(request, csrf)
     target = target.strip()
     if confirm.strip() != target:
         return back(request, "/erasures", f"type {target!r} again to confirm: an erasure cannot be undone")

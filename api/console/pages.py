@@ -13,7 +13,16 @@ from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
 from api.console.route import ConsoleRoute, back, fragment, page, services_of, viewer
-from api.console.session import CSRF_FIELD, LoginRequiredError, Viewer, check_token, forget, remember, session_of
+from api.console.session import (
+    CSRF_FIELD,
+    SESSION_COOKIE,
+    LoginRequiredError,
+    Viewer,
+    check_token,
+    forget,
+    remember,
+    session_of,
+)
 from api.errors import ForbiddenError
 from engines.contract import ItemKind, Reach, UnauthorizedError
 from worker import control
@@ -136,7 +145,7 @@ async def login(
     next: Annotated[str, Form()] = "/",
 ) -> Response:
     session, _ = session_of(request)
-    request.app.state.console_keys.check(session if request.cookies.get("tm_session") else None, csrf)
+    request.app.state.console_keys.check(session if request.cookies.get(SESSION_COOKIE) else None, csrf)
     try:
         caller = check_token(request.app.state.tokens, token)
     except UnauthorizedError as err:

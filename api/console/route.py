@@ -21,6 +21,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 from starlette.responses import RedirectResponse, Response
 
+from api.auth import tokens_of
 from api.console.session import (
     FLASH_COOKIE,
     Keys,
@@ -32,7 +33,7 @@ from api.console.session import (
 )
 from api.errors import mapping_of
 from engines.contract import Error
-from worker.control import Services, TokenStore
+from worker.control import Services
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +77,7 @@ def services_of(request: Request) -> Services:
 
 def viewer(request: Request) -> Viewer:
     """The viewer of this request (`LoginRequiredError` when it must log in first)."""
-    tokens: TokenStore = request.app.state.tokens
-    return viewer_of(request, keys_of(request), tokens)
+    return viewer_of(request, keys_of(request), tokens_of(request))
 
 
 def page(request: Request, template: str, who: Viewer | None, http_status: int = 200, **context: Any) -> Response:

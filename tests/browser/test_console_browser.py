@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.documents import corrupt_pdf_bytes, pdf_bytes
+from tests.fixtures.processes import served_url
 from worker.control import add_token
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="Playwright is a dev dependency: make install")
@@ -29,7 +30,6 @@ expect = playwright_api.expect
 
 pytestmark = pytest.mark.e2e
 
-_URL = re.compile(r"serving the API on (http://\S+?)[ ;]")
 FILES = 120
 
 
@@ -59,19 +59,6 @@ def _library(root: Path) -> Path:
     return root
 
 
-def _served_at(process: subprocess.Popen[str], within_s: float = 90.0) -> str:
-    assert process.stderr is not None
-    deadline, seen = time.monotonic() + within_s, []
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        seen.append(line)
-        if found := _URL.search(line):
-            return found.group(1)
-    raise AssertionError("`tinymemory up` never said where it serves:\n" + "".join(seen))
-
-
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Console]:
     root = tmp_path_factory.mktemp("console")
@@ -94,7 +81,7 @@ def console(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
     shots = root / "screenshots"
     shots.mkdir()
     try:
-        yield Console(_served_at(process), admin, reader, _library(root / "library"), shots)
+        yield Console(served_url(process, within_s=90.0), admin, reader, _library(root / "library"), shots)
     finally:
         os.killpg(process.pid, signal.SIGINT)
         try:

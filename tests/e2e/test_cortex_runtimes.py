@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from engines.cortex.envelope import decode
 from engines.cortex.testing import CortexDouble, DoubleConfig, serve
 from engines.settings import EngineSettings
 from sources import SourceRequest
+from tests.fixtures.processes import served_url
 from tests.integration.cluster import Cluster, cluster_fixture, write_notes
 from worker import control
 from worker.embedded import EmbeddedRuntime
@@ -32,7 +32,6 @@ from worker.services import open_engine
 from worker.settings import Settings
 
 KEY = "e2e-cortex-key"
-_URL = re.compile(r"serving the API on (http://\S+?)[ ;]")
 
 
 @pytest.fixture
@@ -105,19 +104,6 @@ async def test_the_embedded_runtime_and_the_api_on_cortexdb(tmp_path: Path, doub
         await engine.aclose()
 
 
-def _api_url(process: subprocess.Popen[str], within_s: float = 60.0) -> str:
-    assert process.stderr is not None
-    deadline, seen = time.monotonic() + within_s, []
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        seen.append(line)
-        if found := _URL.search(line):
-            return found.group(1)
-    raise AssertionError("`tinymemory up` never said where it serves:\n" + "".join(seen))
-
-
 @pytest.mark.e2e
 def test_up_serves_what_it_stored_in_cortexdb(tmp_path: Path, double: tuple[CortexDouble, str]) -> None:
     served, url = double
@@ -130,7 +116,7 @@ def test_up_serves_what_it_stored_in_cortexdb(tmp_path: Path, double: tuple[Cort
         [tinymemory, "up", str(folder)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
-        api = _api_url(child)
+        api = served_url(child)
         hits = httpx.post(f"{api}/v1/fetch", json={"query": "gnuffle", "mode": "hybrid", "limit": 3}, timeout=30)
         assert hits.status_code == 200 and "the gnuffle note" in hits.json()["hits"][0]["text"]
         assert not (tmp_path / "data" / "memory.sqlite3").exists()  # nothing of the engine is kept on this machine

@@ -3,35 +3,18 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.fixtures.processes import served_url
+
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-_URL = re.compile(r"serving the API on (http://\S+?)[ ;]")
-
-
-def _api_url(process: subprocess.Popen[str], within_s: float = 60.0) -> str:
-    """The URL `up` prints once it serves, read from its standard error as it comes."""
-    assert process.stderr is not None
-    deadline = time.monotonic() + within_s
-    seen = []
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        seen.append(line)
-        found = _URL.search(line)
-        if found:
-            return found.group(1)
-    raise AssertionError("`make run` never said where it serves:\n" + "".join(seen))
 
 
 def test_make_run_serves_the_notes_it_ingested(tmp_path: Path) -> None:
@@ -46,7 +29,7 @@ def test_make_run_serves_the_notes_it_ingested(tmp_path: Path) -> None:
         start_new_session=True,
     )
     try:
-        url = _api_url(process)
+        url = served_url(process)
         response = httpx.post(f"{url}/v1/fetch", json={"query": "freeze", "mode": "keyword", "limit": 3}, timeout=10)
         assert response.status_code == 200
         hits = response.json()["hits"]

@@ -126,7 +126,8 @@ class RunProgress:
         """The runs not yet expired, newest first (at most `limit`)."""
         prefix = self.keys.progress("")
         with translated(self._where, "listing runs"):
-            keys = sorted(self._client.scan_iter(match=f"{prefix}*", count=500))[: limit * 4]
+            # Every run key expires, so there are never many: all are read, then the newest kept.
+            keys = list(self._client.scan_iter(match=f"{prefix}*", count=500))
             pipe = self._client.pipeline(transaction=False)
             for key in keys:
                 pipe.hmget(key, list(_READ))
