@@ -88,8 +88,13 @@ class SqliteStateStore:
             conn.executemany(_UPSERT_UNIT, written)
 
     def item_ids(self, source_id: str) -> list[ItemId]:
-        rows = self._read("SELECT item_ids, stale FROM manifest WHERE source_id = ?", (source_id,))
-        return list(dict.fromkeys(i for row in rows for column in row for i in json.loads(str(column))))
+        # SQLite unpacks the JSON arrays: parsing one per unit in Python was most of a 10,000-unit erasure's time.
+        rows = self._read(
+            "SELECT j.value FROM manifest m, json_each(m.item_ids) j WHERE m.source_id = ?1 "
+            "UNION ALL SELECT j.value FROM manifest m, json_each(m.stale) j WHERE m.source_id = ?1",
+            (source_id,),
+        )
+        return list(dict.fromkeys(str(row[0]) for row in rows))
 
     # -- dead letters -------------------------------------------------------------------------------
 
