@@ -115,7 +115,10 @@ class VectorBacklog:
         except Error as err:
             return self._failed(str(err))
         except Exception as err:
-            if self._stopping.is_set() or self._db.closed:  # the file was closed under the thread: stop
+            # The file was closed under the thread, or the interpreter is exiting with the engine left open
+            # (its executors then refuse work, saying so): stop, quietly.
+            exiting = isinstance(err, RuntimeError) and "after" in str(err) and "shutdown" in str(err)
+            if self._stopping.is_set() or self._db.closed or exiting:
                 self._stopping.set()
                 return 0.0
             # Anything else is a bug; it must not end the thread and leave the backlog stuck.

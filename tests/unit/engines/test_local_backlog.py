@@ -208,3 +208,24 @@ def test_the_backlog_yields_to_stores_but_not_for_ever(tmp_path: Path, monkeypat
         assert backlog._yields(since_write_ms=0) is False  # yielded long enough: one batch now
     finally:
         engine.close()
+
+
+async def test_an_engine_left_open_at_exit_stops_its_backlog_quietly(
+    tmp_path: Path, gated: GatedEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """At interpreter exit the engine's executors refuse work before anyone closes it: that is no failure."""
+    engine = LocalEngine(tmp_path / "m.sqlite3", embedder=gated)
+    await engine.store_many([Document.from_text(text) for text in NOTES[:2]])
+    assert gated.waiting.wait(10)
+    writer = engine._db._writer
+    writer._executor.shutdown(wait=True)  # what interpreter exit does to a thread pool
+    with caplog.at_level(logging.WARNING, logger="engines.local.backlog"):
+        gated.gate.set()
+        thread = engine._backlog._thread
+        assert thread is not None
+        thread.join(10)
+        assert not thread.is_alive()
+    assert [r.getMessage() for r in caplog.records] == []
+    engine._db._reader.close()
+    if writer._conn is not None:
+        writer._conn.close()
