@@ -9,7 +9,6 @@ on a retry means an earlier attempt may have been applied, so the event is looke
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 from engines.contract import ConflictError, Error, UnavailableError
@@ -26,21 +25,13 @@ Written = tuple[str, bool]
 """An appended event's id, and whether the server replayed it from its body key."""
 
 
-def _bound(event: Event) -> int:
-    """More bytes than the event's body can take as JSON: every character escaped at worst, six bytes each."""
-    context = event.body["context"]
-    return 6 * (len(event.text) + sum(len(label) for label in context["labels"])) + 1024
-
-
 def bulk_batches(events: list[Event]) -> list[list[Event]]:
-    """Consecutive runs of at most 1,000 events and about 8 MiB of request body each."""
-    if len(events) <= BULK_MAX_EVENTS and sum(_bound(event) for event in events) <= BULK_MAX_BYTES:
-        return [events]  # surely within both limits: no body is serialised twice
+    """Consecutive runs of at most 1,000 events and 8 MiB of bodies (with their commas) each."""
     batches: list[list[Event]] = []
     current: list[Event] = []
     size = 0
     for event in events:
-        width = len(json.dumps(event.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) + 1
+        width = len(event.data) + 1
         if current and (len(current) >= BULK_MAX_EVENTS or size + width > BULK_MAX_BYTES):
             batches.append(current)
             current, size = [], 0
@@ -54,20 +45,20 @@ def bulk_batches(events: list[Event]) -> list[list[Event]]:
 async def append_direct(wire: Wire, events: list[Event]) -> list[Written]:
     """Append one scope's events in order, each sent once."""
     if len(events) == 1 or wire.transport.bulk_missing:
-        return [await wire.append(event.body) for event in events]
+        return [await wire.append(event.data) for event in events]
     written: list[Written] = []
     for batch in bulk_batches(events):
         if wire.transport.bulk_missing or len(batch) == 1:
-            written += [await wire.append(event.body) for event in batch]
+            written += [await wire.append(event.data) for event in batch]
             continue
         try:
-            written += await wire.append_bulk([event.body for event in batch])
+            written += await wire.append_bulk([event.data for event in batch])
         except Error as err:
             if error_status(err) not in (404, 405):
                 raise
             # A server without the bulk route: remembered, then one request per event.
             wire.transport.bulk_missing = True
-            written += [await wire.append(event.body) for event in batch]
+            written += [await wire.append(event.data) for event in batch]
     return written
 
 
@@ -76,7 +67,7 @@ async def append_hosted(wire: Wire, event: Event, timing: Timing) -> Written:
     claim = fresh_claim()
     for attempt in range(1, HOSTED_WRITE_ATTEMPTS + 1):
         try:
-            return await wire.append(event.body, claim)
+            return await wire.append(event.data, claim)
         except ConflictError:
             if attempt == 1:
                 raise

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import Any
@@ -82,11 +82,15 @@ def wire_instant(moment: Any) -> str:
 
 @dataclass(frozen=True)
 class Event:
-    """One event to append: its part number (turn or piece index; None for a whole item), body and text."""
+    """One event to append: its part number (turn or piece index; None for a whole item), body and text.
+
+    `data` is the body as sent: its canonical form (7.3: keys sorted, compact, raw UTF-8) with the key in place,
+    serialised once here, so neither the key nor a request encodes the body again."""
 
     item_id: str
     part: int | None
     body: dict[str, Any]
+    data: bytes
 
     @property
     def text(self) -> str:
@@ -96,7 +100,7 @@ class Event:
 
 @dataclass
 class _Shared:
-    """What every event of one item has in common."""
+    """What every event of one item has in common (`scope_json`: the tail of its canonical body)."""
 
     item_id: str
     kind: ItemKind
@@ -106,21 +110,24 @@ class _Shared:
     digests_json: str
     lookup: list[str]
     scope: str
-    extra: list[tuple[str, object]] = field(default_factory=list)
+    scope_json: str
 
 
 def encode_item(item: Item, item_id: str, scope: str) -> list[Event]:
     """Every event of `item` in order; an event whose envelope would pass 768 KiB is `InvalidRequestError`."""
     wire = wire_dict(item.meta)
+    kind = item.item_kind
     shared = _Shared(
         item_id=item_id,
-        kind=item.item_kind,
+        kind=kind,
         meta=item.meta,
         wire=wire,
         meta_json=_json(wire),
         digests_json=_fields(_digests(item.meta)),
         lookup=lookup_labels(item_id, item.meta),
         scope=scope,
+        # Sorted keys put `modality` and `scope` last: the canonical body ends with them.
+        scope_json=f'"modality":"{MODALITY[kind]}","scope":{encode_basestring(scope)}}}',
     )
     if isinstance(item, Learning):
         return [_learning(item, shared)]
@@ -147,7 +154,8 @@ def _learning(item: Learning, shared: _Shared) -> Event:
     ]
     if item.evidence is not None:
         extra.append(("evidence", item.evidence))
-    return _event(shared, None, item.text, Role.USER, extra, item.meta.observed_at, None, None)
+    draft = _Draft.of(shared, item.text, _fields(extra))
+    return _event(shared, None, draft, Role.USER, item.meta.observed_at, None, None)
 
 
 def _turns(item: Conversation, shared: _Shared) -> list[Event]:
@@ -160,7 +168,8 @@ def _turns(item: Conversation, shared: _Shared) -> list[Event]:
         if turn.tool_calls:
             info["tool_calls"] = [call.wire_dict() for call in turn.tool_calls]
         observed = turn.at if turn.at is not None else item.meta.observed_at
-        events.append(_event(shared, index, turn.text, turn.role, [("turn", info)], observed, None, None))
+        draft = _Draft.of(shared, turn.text, _fields([("turn", info)]))
+        events.append(_event(shared, index, draft, turn.role, observed, None, None))
     return events
 
 
@@ -175,18 +184,18 @@ def _document(item: Document, shared: _Shared) -> list[Event]:
         head.append(("mime", item.mime))
     paged = PAGE_BREAK in body
     observed = item.meta.observed_at
-    whole = _envelope_json(shared, 2, body, head)
+    whole = _Draft.of(shared, body, _fields(head))
     # The whole body's v2 envelope is the probe's length less the chunk, plus the body: when even that with the
     # widest chunk and a section fits the target, `split` would keep one piece, so it is not asked.
-    if len(whole.encode("utf-8")) + _chunk_width(paged) + SECTION_RESERVE <= DOCUMENT_CHUNK_TARGET_BYTES:
-        return [_event(shared, None, body, Role.USER, head, observed, None, None, whole)]
+    if whole.v2_size + _chunk_width(paged) + SECTION_RESERVE <= DOCUMENT_CHUNK_TARGET_BYTES:
+        return [_event(shared, None, whole, Role.USER, observed, None, None)]
     overhead = piece_overhead(shared, head, paged)
     if MAX_EVENT_TEXT_BYTES - overhead < 1:
         pieces = [Piece(body, None, None)]
     else:
         pieces = split(body, overhead, DOCUMENT_CHUNK_TARGET_BYTES, MAX_EVENT_TEXT_BYTES)
     if len(pieces) == 1:
-        return [_event(shared, None, body, Role.USER, head, observed, None, None, whole)]
+        return [_event(shared, None, whole, Role.USER, observed, None, None)]
     count = len(pieces)
     events = []
     for index, piece in enumerate(pieces):
@@ -195,8 +204,8 @@ def _document(item: Document, shared: _Shared) -> list[Event]:
             chunk["pages"] = list(piece.pages)
         if piece.section is not None:
             chunk["section"] = piece.section
-        extra = [*head, ("chunk", chunk)]
-        events.append(_event(shared, index, piece.text, Role.USER, extra, observed, piece.pages, piece.section))
+        draft = _Draft.of(shared, piece.text, _fields([*head, ("chunk", chunk)]))
+        events.append(_event(shared, index, draft, Role.USER, observed, piece.pages, piece.section))
     return events
 
 
@@ -215,15 +224,14 @@ def _chunk_width(paged: bool) -> int:
 
 def piece_overhead(shared: _Shared, head: list[tuple[str, object]], paged: bool) -> int:
     """Bytes of a piece's v2 envelope with no text and the widest chunk numbers, plus room for a section."""
-    probe = _envelope_json(shared, 2, "", [*head, ("chunk", _probe_chunk(paged))])
+    probe = _envelope_json(shared, 2, '""', _fields([*head, ("chunk", _probe_chunk(paged))]))
     return len(probe.encode("utf-8")) + SECTION_RESERVE
 
 
-def _envelope_json(shared: _Shared, version: int, text: str, extra: list[tuple[str, object]] | str) -> str:
-    """The envelope's compact JSON in its field order: `v`, `id`, `kind`, `text`, `meta`, digests, the rest
-    (`extra` as fields, or already serialised by `_fields`)."""
-    rest = extra if isinstance(extra, str) else _fields(extra)
-    head = f'{{"v":{version},"id":{_json(shared.item_id)},"kind":"{shared.kind.value}","text":{_json(text)}'
+def _envelope_json(shared: _Shared, version: int, text_json: str, rest: str) -> str:
+    """The envelope's compact JSON in its field order: `v`, `id`, `kind`, `text` (`text_json`, already a JSON
+    string), `meta`, digests, then `rest` (the remaining fields, serialised by `_fields`)."""
+    head = f'{{"v":{version},"id":{_json(shared.item_id)},"kind":"{shared.kind.value}","text":{text_json}'
     return f'{head},"meta":{shared.meta_json}{shared.digests_json}{rest}}}'
 
 
@@ -234,6 +242,32 @@ def _fields(fields: list[tuple[str, object]]) -> str:
     if any(isinstance(value, _Raw) for _, value in fields):
         return "," + _object(fields)[1:-1]
     return "," + _COMPACT.encode(dict(fields))[1:-1]
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """An event's text, JSON-escaped once, and its v3 envelope (no text), from which its v2 size follows."""
+
+    text: str
+    escaped: str
+    rest: str
+    v3: str
+
+    @classmethod
+    def of(cls, shared: _Shared, text: str, rest: str) -> _Draft:
+        return cls(text, encode_basestring(text), rest, _envelope_json(shared, 3, '""', rest))
+
+    @property
+    def v2_size(self) -> int:
+        """Bytes of the v2 envelope: the v3 one with the text in place of `""` (the same length of `v`)."""
+        return _utf8_len(self.v3) + _utf8_len(self.escaped) - 2
+
+    def v2(self, shared: _Shared) -> str:
+        return _envelope_json(shared, 2, self.escaped, self.rest)
 
 
 def _parts(envelope: str) -> list[str]:
@@ -255,31 +289,37 @@ def _parts(envelope: str) -> list[str]:
 def _event(
     shared: _Shared,
     part: int | None,
-    text: str,
+    draft: _Draft,
     role: Role,
-    extra: list[tuple[str, object]],
     observed: Any,
     pages: tuple[int, int] | None,
     section: str | None,
-    v2: str | None = None,
 ) -> Event:
-    rest = _fields(extra)
-    v2 = v2 if v2 is not None else _envelope_json(shared, 2, text, rest)
-    size = len(v2.encode("utf-8"))
+    size = draft.v2_size
     if size > MAX_EVENT_TEXT_BYTES:
         raise InvalidRequestError(
             f"a {shared.kind.value} event would be {size} bytes; CortexDB refuses an event over 1 MiB, "
             f"so at most {MAX_EVENT_TEXT_BYTES} are sent"
         )
+    text = draft.text
     readable = readable_labels(shared.kind, shared.wire, pages, section)
-    parts = _parts(_envelope_json(shared, 3, "", rest))
+    parts = _parts(draft.v3)
     if not text or len(shared.lookup) + len(readable) + len(parts) > MAX_LABELS:
-        content_text, labels = v2, list(shared.lookup)
+        content_text = draft.v2(shared)
+        content_json, labels = encode_basestring(content_text), list(shared.lookup)
     else:
-        content_text, labels = text, [*shared.lookup, *readable, *parts]
+        content_text, content_json, labels = text, draft.escaped, [*shared.lookup, *readable, *parts]
     context: dict[str, Any] = {"labels": labels}
+    # The canonical body (7.3) written field by field, keys in sorted order at every depth; each value is
+    # JSON-escaped exactly as `json.dumps(..., ensure_ascii=False)` would (a test holds the two equal).
+    head = (
+        f'{{"content":{{"kind":"message","role":"{role.value}","text":{content_json}}},'
+        f'"context":{{"labels":{_COMPACT.encode(labels)}'
+    )
     if observed is not None:
-        context["observed_at"] = wire_instant(observed)
+        context["observed_at"] = instant = wire_instant(observed)
+        head += f',"observed_at":"{instant}"'
+    head += "}"
     body: dict[str, Any] = {
         "scope": shared.scope,
         "modality": MODALITY[shared.kind],
@@ -288,8 +328,11 @@ def _event(
     }
     if shared.meta.derive is False or role is Role.TOOL:
         body["directives"] = {"extract": []}
-    body["idempotency_key"] = body_key(body)
-    return Event(shared.item_id, part, body)
+        head += ',"directives":{"extract":[]}'
+    key = "tm3:" + hashlib.sha256(f"{head},{shared.scope_json}".encode()).hexdigest()[:56]
+    body["idempotency_key"] = key
+    data = f'{head},"idempotency_key":"{key}",{shared.scope_json}'.encode()
+    return Event(shared.item_id, part, body, data)
 
 
 # -- decoding -----------------------------------------------------------------------------------------

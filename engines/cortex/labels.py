@@ -45,9 +45,13 @@ def file_name(path: str) -> str:
 
 def written_id(value: str | None) -> str | None:
     """A thread or source id as it goes on the wire: redacted when it holds a phone number."""
-    if value is None or not holds_phone_number(value):
-        return value
-    return redacted_id(value)
+    return None if value is None else _written(value)
+
+
+@lru_cache(maxsize=4096)
+def _written(value: str) -> str:
+    # A batch repeats its source and thread ids; the phone-number scan is the costly part.
+    return redacted_id(value) if holds_phone_number(value) else value
 
 
 def wire_dict(meta: MemoryMeta) -> dict[str, Any]:
@@ -66,8 +70,8 @@ def wire_dict(meta: MemoryMeta) -> dict[str, Any]:
     if "thread_id" in out:
         out["thread_id"] = written_id(out["thread_id"])
     source = out["source"]
-    if "id" in source and holds_phone_number(source["id"]):
-        out["source"] = {**source, "id": written_id(source["id"])}
+    if "id" in source and (written := _written(source["id"])) != source["id"]:
+        out["source"] = {**source, "id": written}
     return out
 
 
@@ -78,8 +82,15 @@ def wire_meta(meta: MemoryMeta) -> MemoryMeta:
 
 def path_digests(path: str) -> list[str]:
     """Digests of `path` and of every prefix ending just before a `/` (the empty one before a leading `/` too)."""
-    prefixes = [path] + [path[:at] for at, ch in enumerate(path) if ch == "/"]
-    return list(dict.fromkeys(path_digest(p) for p in prefixes))
+    return list(_path_digests(path))
+
+
+@lru_cache(maxsize=4096)
+def _path_digests(path: str) -> tuple[str, ...]:
+    # The items of a folder share its digests; the prefixes end where each `/` starts.
+    segments = path.split("/")
+    prefixes = [path, *("/".join(segments[:n]) for n in range(1, len(segments)))]
+    return tuple(dict.fromkeys(path_digest(p) for p in prefixes))
 
 
 def lookup_labels(item_id: str, meta: MemoryMeta) -> list[str]:

@@ -44,9 +44,29 @@ WHOAMI = "v1/auth/whoami"
 Query = Sequence[tuple[str, str]]
 
 
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _quoted(value: str) -> str:
+    if not value.isascii():
+        return quote(value, safe="")
+    # A lookup's query is 50 labels long but uses two reserved characters (`:` and `,`): one replace per
+    # character used, `%` first so that no escape is escaped again.
+    for char in sorted(set(value) - _UNRESERVED, key=lambda c: c != "%"):
+        value = value.replace(char, f"%{ord(char):02X}")
+    return value
+
+
 def encode_query(query: Query) -> str:
     """Percent-encode every byte but `A-Z a-z 0-9 - . _ ~` (so `:` is `%3A`, `/` is `%2F`, `,` is `%2C`)."""
-    return "&".join(f"{quote(key, safe='')}={quote(value, safe='')}" for key, value in query)
+    return "&".join(f"{_quoted(key)}={_quoted(value)}" for key, value in query)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A JSON body serialised already (compact UTF-8): sent as it is, not encoded again."""
+
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -125,7 +145,7 @@ class Transport:
         if self._actor_state is _Actor.UNKNOWN and call.route != WHOAMI:
             await self._learn_actor()
         headers = self._headers(token, call)
-        content = None if call.body is None else _json_bytes(call.body)
+        content = _content(call.body)
         url = self._base + call.route + (f"?{encode_query(call.query)}" if call.query else "")
         where = self.where(call.route)
         started = time.perf_counter()
@@ -220,7 +240,11 @@ class Transport:
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
-def _json_bytes(body: Any) -> bytes:
+def _content(body: Any) -> bytes | None:
+    if body is None:
+        return None
+    if isinstance(body, Encoded):
+        return body.data
     return _COMPACT.encode(body).encode("utf-8")
 
 

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from engines.contract import EngineError, NotFoundError
 from engines.cortex.failures import tagged
-from engines.cortex.transport import Call, Transport
+from engines.cortex.transport import Call, Encoded, Transport
 
 PAGE_LIMIT = 200
 MAX_PAGES = 500
@@ -165,17 +165,19 @@ class Wire:
 
     # -- writes ---------------------------------------------------------------------------------------
 
-    async def append(self, body: dict[str, Any], claim: str | None = None) -> tuple[str, bool]:
-        """One event appended; its id and whether the server replayed it from the body key."""
+    async def append(self, body: bytes, claim: str | None = None) -> tuple[str, bool]:
+        """One event appended (`body`: its JSON); its id and whether the server replayed it from the body key."""
         query = [] if self.hosted else [("wait", "indexed")]
-        answer = await self.transport.send(Call("POST", self.routes.experience, query, body, claim=claim))
+        call = Call("POST", self.routes.experience, query, Encoded(body), claim=claim)
+        answer = await self.transport.send(call)
         return _acknowledged(answer, self.where(self.routes.experience))
 
-    async def append_bulk(self, bodies: list[dict[str, Any]]) -> list[tuple[str, bool]]:
-        """An ordered batch appended (Direct only); one `(event id, replayed)` per body, in order."""
+    async def append_bulk(self, bodies: list[bytes]) -> list[tuple[str, bool]]:
+        """An ordered batch appended (Direct only; `bodies`: each event's JSON); one `(event id, replayed)` per
+        body, in order."""
         route = self.routes.bulk
         assert route is not None, "the hosted wire has no bulk route"
-        body = {"items": bodies, "ordering": "strict_temporal"}
+        body = Encoded(b'{"items":[' + b",".join(bodies) + b'],"ordering":"strict_temporal"}')
         answer = await self.transport.send(Call("POST", route, [("wait", "indexed")], body))
         where = self.where(route)
         results = answer.get("results") if isinstance(answer, dict) else None
