@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-_WORDS = re.compile(r"\w+")
+# Runs of at least three letters or digits: a shorter run never matches, since the scan enters it at its start.
+_WORDS = re.compile(r"\w{3,}")
 NEVER = float("inf")
 
 
@@ -23,7 +24,7 @@ def instant(moment: float) -> str:
 
 def words(text: str) -> frozenset[str]:
     """The words recall ranks by: runs of letters and digits, lowercased, at least 3 characters."""
-    return frozenset(w for w in _WORDS.findall(text.lower()) if len(w) >= 3)
+    return frozenset(_WORDS.findall(text.lower()))
 
 
 @dataclass
@@ -131,7 +132,7 @@ class EventLog:
         self.keys: dict[str, _Key] = {}
         self.packs: dict[str, Pack] = {}
         self.erasures: dict[str, Erasure] = {}
-        self._vocabulary: dict[str, set[str]] = {}
+        self._vocabulary: dict[str, dict[str, int]] = {}
         self._vocabulary_upto: dict[str, int] = {}
         self.counters = {"evt": 0, "seq": 0, "pack": 0, "era": 0, "req": 0}
         if not keep_file and self.data is not None and self.data.exists():
@@ -190,12 +191,14 @@ class EventLog:
             found = self.by_scope.get(scope, [])
         return sorted((r for r in found if not r.removed and r.listed_at <= now), key=lambda r: -r.seq)
 
-    def vocabulary(self, scope: str) -> set[str]:
-        """Every word any event of `scope` ever held (removed ones too): a bound on what a query can match."""
+    def vocabulary(self, scope: str) -> dict[str, int]:
+        """Every word any event of `scope` ever held (removed ones too), with the `seq` of the first event that
+        held it: no event older than that holds the word, a bound on what an older event can match."""
         records = self.by_scope.get(scope, [])
-        known = self._vocabulary.setdefault(scope, set())
+        known = self._vocabulary.setdefault(scope, {})
         for record in records[self._vocabulary_upto.get(scope, 0) :]:
-            known |= record.words()
+            for word in record.words():
+                known.setdefault(word, record.seq)
         self._vocabulary_upto[scope] = len(records)
         return known
 

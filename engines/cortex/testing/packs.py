@@ -58,27 +58,31 @@ def _scopes(log: EventLog, scope: str, view: str) -> list[str]:
 
 
 def rank(
-    records: Iterable[EventRecord], query: str, size: int, vocabulary: set[str] | None = None
+    records: Iterable[EventRecord], query: str, size: int, vocabulary: dict[str, int] | None = None
 ) -> list[EventRecord]:
     """The best `size` of `records` (given newest first): most query words, newest first among equals.
 
-    No record can hold more query words than the scopes' `vocabulary` does, so the walk stops once `size`
-    records reach that bound: nothing older can rank above them.
+    `vocabulary` gives, for each word the scopes hold, the `seq` of the first event that held it. An event older
+    than the one at hand can hold only the query words first held before it, so the walk stops once the `size`
+    best reach that bound: nothing older can rank above them (a tie goes to the newer).
     """
-    wanted = words(query)
-    bound = len(wanted & vocabulary) if vocabulary is not None else len(wanted)
-    best: list[tuple[int, int, EventRecord]] = []
-    reached = 0
     if size <= 0:
         return []
+    wanted = words(query)
+    # When each query word was first held, latest first; the first `passed` of them are no older event's.
+    firsts = sorted((vocabulary[w] for w in wanted if w in vocabulary), reverse=True) if vocabulary is not None else []
+    held = len(firsts) if vocabulary is not None else len(wanted)
+    passed = 0
+    best: list[tuple[int, int, EventRecord]] = []
     for record in records:
         score = len(wanted & record.words())
         if len(best) < size:
             heapq.heappush(best, (score, record.seq, record))
         elif score > best[0][0] or (score == best[0][0] and record.seq > best[0][1]):
             heapq.heapreplace(best, (score, record.seq, record))
-        reached += score >= bound
-        if reached >= size:
+        while passed < len(firsts) and firsts[passed] >= record.seq:
+            passed += 1
+        if len(best) == size and best[0][0] >= held - passed:
             break
     return [record for _, _, record in sorted(best, key=lambda e: (-e[0], -e[1]))]
 
@@ -92,6 +96,17 @@ def _newest_first(log: EventLog, scopes: list[str], labels: list[str] | None, no
     return (r for r in merged if not r.removed and r.ranked_at <= now)
 
 
+def _first_held(vocabularies: list[dict[str, int]]) -> dict[str, int]:
+    """The vocabularies of several scopes as one: each word with the first `seq` any of them held it at."""
+    if len(vocabularies) == 1:
+        return vocabularies[0]
+    merged: dict[str, int] = {}
+    for vocabulary in vocabularies:
+        for word, seq in vocabulary.items():
+            merged[word] = min(seq, merged.get(word, seq))
+    return merged
+
+
 def build_pack(log: EventLog, config: DoubleConfig, body: dict[str, Any], stored_scope: str) -> Pack:
     view = body.get("view") or "holistic"
     scopes = _scopes(log, stored_scope, view)
@@ -101,7 +116,7 @@ def build_pack(log: EventLog, config: DoubleConfig, body: dict[str, Any], stored
     size = int(limits.get("events", config.default_events_per_pack))
     include = body.get("include") or list(LAYERS)
     candidates = _newest_first(log, scopes, _labels(body), now)
-    vocabulary = set().union(*(log.vocabulary(scope) for scope in scopes))
+    vocabulary = _first_held([log.vocabulary(scope) for scope in scopes])
     events = rank(candidates, body["query"], size, vocabulary) if "events" in include else []
     pack = Pack(f"pack_{log.next_id('pack')}", stored_scope, events, now)
     log.packs[pack.pack_id] = pack
