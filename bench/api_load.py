@@ -6,6 +6,7 @@
 A data directory's local engine is filled with `--items` generated documents (about 2 KB each, made-up
 words with Zipf frequencies as in `engine_local.py`, stored 100 to a `store_many`). With `--data-dir` it is
 kept and reused when it already holds them; without, it is built in a temporary directory and removed.
+Either way the background vectors are waited for first, so nothing embeds while routes are measured.
 `tinymemory serve` (port 0, loopback, one API process) then serves it from a process of its own, and for
 each route (fetch keyword, fetch hybrid, recall), with a fixed, seeded list of `--queries` queries of three
 words drawn from the corpus vocabulary (common words match most items, rare ones a few):
@@ -65,6 +66,7 @@ QUICK = (2_000, 5.0)
 FULL = (50_000, 30.0)
 TARGET_P95_MS = {"fetch keyword": 50.0, "fetch hybrid": 150.0}
 TARGET_HTTP_COST_MS = 3.0
+EMBED_TIMEOUT_S = 1_800.0
 NAGLE_MS = 30.0  # a do-nothing route this slow is waiting on delayed ACKs (40 ms on Linux), not working
 
 
@@ -161,6 +163,7 @@ async def ensure_corpus(data_dir: Path, items: int, words: list[str]) -> None:
         held = (await engine.explore(ExploreRequest(facet=Facet.KIND, limit=10))).total
         if manifest.exists() and json.loads(manifest.read_text()) == wanted and held == items:
             print(f"reusing the {held:,} items in {data_dir} (delete it to rebuild)", flush=True)
+            await embedded(engine)
             return
         if held:
             raise SystemExit(
@@ -175,8 +178,21 @@ async def ensure_corpus(data_dir: Path, items: int, words: list[str]) -> None:
         total = time.perf_counter() - started
         print(f"built in {total:.1f} s ({storing:.1f} s of it storing: {items / storing:,.0f} items/s)", flush=True)
         manifest.write_text(json.dumps(wanted))
+        await embedded(engine)
     finally:
         engine.close()
+
+
+async def embedded(engine: LocalEngine) -> None:
+    """Wait for the background vectors: measured while the lane still embeds, every route would share the
+    cores with it (and the API process would embed too), which is not how a served corpus is read."""
+    backlog, started = await engine.vector_backlog(), time.perf_counter()
+    if not backlog:
+        return
+    print(f"embedding the {backlog:,} passages still waiting for a vector ...", flush=True)
+    if not await engine.wait_for_vectors(timeout_s=EMBED_TIMEOUT_S):
+        raise SystemExit(f"the vector backlog was not done within {EMBED_TIMEOUT_S:g} s")
+    print(f"embedded in {time.perf_counter() - started:.1f} s", flush=True)
 
 
 # -- the server --------------------------------------------------------------------------------------------
