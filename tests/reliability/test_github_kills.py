@@ -1,0 +1,119 @@
+"""A GitHub repository synced by real Celery workers whose pool processes are SIGKILLed again and again during
+the sync (its listing and its batches): once the workers have respawned them and the queues drained, every
+file of the repository is stored exactly once and no job is left queued, running or holding a lease.
+
+The repository is a real git repository served by the fake GitHub API on loopback, which answers each blob
+after a short delay, so the sync lasts long enough for the kills to land in it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sources import REGISTRY, SourceRequest
+from tests.fixtures.github_fake import FakeGitHub, GitRepo
+from tests.integration.cluster import Cluster, cluster_fixture, worker_children
+from tests.reliability.conftest import Figures
+from worker.cluster.runtime import sync_lease
+from worker.jobs import job_lease
+from worker.redis.leases import Leases
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FILES = 300
+KILLS = 6
+BLOB_DELAY_S = 0.02
+SOURCE = "gh"
+
+
+class SlowGitHub(FakeGitHub):
+    """The fake GitHub API, answering each blob `BLOB_DELAY_S` late (a remote API's latency)."""
+
+    def _answer(self, raw_path: str, authorization: str | None) -> tuple[int, dict[str, str], Any]:
+        if "/git/blobs/" in raw_path:
+            time.sleep(BLOB_DELAY_S)
+        return super()._answer(raw_path, authorization)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    yield from cluster_fixture(tmp_path)
+
+
+@pytest.fixture
+def github(tmp_path: Path) -> Iterator[SlowGitHub]:
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write_many({_path(n): f"# Page {n}\n\nThe body of page {n}, wordpage{n}x.\n" for n in range(FILES)})
+    repo.commit("a repository of many small pages")
+    with SlowGitHub() as server:
+        server.add_repo("acme/pages", repo)
+        yield server
+
+
+def _path(n: int) -> str:
+    return f"docs/part-{n % 12:02}/page-{n:04}.md"
+
+
+def _kill_pool_processes(cluster: Cluster, rng: random.Random, files: int) -> list[int]:
+    """SIGKILL a pool process of a random worker, again and again while the sync runs, half of the kills
+    before its first batch is committed and half after; the files committed at each kill."""
+    kills: list[int] = []
+    while len(kills) < KILLS and (committed := cluster.committed(SOURCE)) < files:
+        if len(kills) == KILLS // 2 and committed == 0:
+            cluster.wait(lambda: cluster.committed(SOURCE) > 0, 60, "a first batch between the kills")
+            continue
+        children = [pid for worker in cluster.workers for pid in worker_children(worker)]
+        if children:
+            os.kill(rng.choice(children), signal.SIGKILL)  # the worker respawns it; its task is redelivered
+            kills.append(committed)
+        time.sleep(rng.uniform(0.3, 0.9))
+    return kills
+
+
+def test_pool_processes_killed_during_a_github_sync_lose_duplicate_and_strand_nothing(
+    cluster: Cluster, github: SlowGitHub, figures: Figures
+) -> None:
+    cluster.extra_env.update({"TINYMEMORY_GITHUB_API_URL": github.url})
+    cluster.state().put_source(REGISTRY.configure(SourceRequest(kind="github", target="acme/pages", id=SOURCE)))
+    workers = [cluster.start_worker(concurrency=2), cluster.start_worker(concurrency=1)]
+    cluster.wait(lambda: all(worker_children(w) for w in workers), 60, "workers started")
+    started = time.monotonic()
+    assert cluster.sync(SOURCE)
+    # The first kill lands as soon as a blob is asked for: in the listing's batch or the sync itself.
+    cluster.wait(lambda: github.count("blob") > 0, 60, "the sync under way")
+    kills = _kill_pool_processes(cluster, random.Random(19), FILES)
+    cluster.wait(lambda: cluster.committed(SOURCE) == FILES and cluster.idle(), 120, "every file after the kills")
+    took = time.monotonic() - started
+
+    stored = Counter(os.path.relpath(p, "/") if p.startswith("/") else p for p in cluster.items(SOURCE))
+    expected = {_path(n) for n in range(FILES)}
+    lost = len(expected - set(stored))
+    duplicated = sum(n - 1 for n in stored.values())
+    state = cluster.state()
+    stuck = sum(
+        [
+            not cluster.idle(),
+            state.leases().held(job_lease(SOURCE)),
+            Leases(cluster.client(), prefix=cluster.prefix).held(sync_lease(SOURCE)),
+        ]
+    )
+    letters = state.dead_letters(SOURCE)
+    figures(
+        f"items lost: {lost}; duplicated: {duplicated}; stuck: {stuck} (queued, running or leased); "
+        f"dead letters: {len(letters)}",
+        f"{FILES} files of a GitHub repository, {len(kills)} pool processes SIGKILLed (files committed at each: "
+        f"{kills}), all stored after {took:.0f} s; {github.count('blob')} blob reads",
+    )
+    assert len(kills) >= 5, "the sync ended before five kills: the test proves little"
+    assert (lost, duplicated, stuck) == (0, 0, 0)
+    assert set(stored) == expected
+    assert letters == []
