@@ -39,11 +39,12 @@ def _write(path: str, writer: str, count: int) -> None:
     asyncio.run(main())
 
 
-def _read(path: str, stop: float, seen: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def _read(path: str, seconds: float, seen: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     async def main() -> None:
         engine = LocalEngine(Path(path))
-        counts = []
-        while time.monotonic() < stop:
+        # Timed from here, and at least a few reads: a spawned process can take seconds to start on a busy machine.
+        counts, stop = [], time.monotonic() + seconds
+        while time.monotonic() < stop or len(counts) < 8:
             page = await engine.list(ListRequest(limit=1))
             counts.append(len(page.items))
             total = await _count(engine, MetaFilter())
@@ -70,7 +71,7 @@ def test_two_writers_and_a_reader_share_one_file(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
     seen: multiprocessing.Queue = context.Queue()  # type: ignore[type-arg]
     writers = [context.Process(target=_write, args=(path, name, 2_500)) for name in ("w1", "w2")]
-    reader = context.Process(target=_read, args=(path, time.monotonic() + 6, seen))
+    reader = context.Process(target=_read, args=(path, 6.0, seen))
     for process in (*writers, reader):
         process.start()
     for process in (*writers, reader):
