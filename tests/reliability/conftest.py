@@ -3,7 +3,9 @@ run shows them too, and a reading of everything an engine stored."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 from collections.abc import Callable
 
 import pytest
@@ -42,3 +44,12 @@ async def every_item(engine: MemoryEngine, page: int = 500) -> list[Hit]:
         if listed.next_cursor is None:
             return hits
         cursor = listed.next_cursor
+
+
+async def until(condition: Callable[[], bool], within_s: float, what: str) -> None:
+    """Wait, letting the event loop run, until `condition()` holds; fails naming `what` after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {within_s} s")
+        await asyncio.sleep(0.002)

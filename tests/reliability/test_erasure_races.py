@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from sources import SourceRequest
 from tests.fixtures.documents import ipynb_bytes
 from tests.fixtures.processes import served_url
 from tests.integration.cluster import TINYMEMORY
-from tests.reliability.conftest import Figures
+from tests.reliability.conftest import Figures, until
 from tests.reliability.looping import Looping
 from worker import control
 from worker.control import ErasureReceipt, ErasureTarget, Services
@@ -54,14 +53,6 @@ def erased_cleanly(receipt: ErasureReceipt | None) -> bool:
     )
 
 
-async def _until(condition: Callable[[], bool], within_s: float, what: str) -> None:
-    deadline = time.monotonic() + within_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {within_s} s")
-        await asyncio.sleep(0.002)
-
-
 def _committed(state: StateStore, source_id: str) -> int:
     return len(state.unit_states(source_id))
 
@@ -84,7 +75,7 @@ async def test_a_source_erased_while_its_dead_letters_are_replayed_stays_erased(
             (folder / f"nb-{n:04}.ipynb").write_bytes(ipynb_bytes([("markdown", f"# Notebook {n}\n\nfixed")]))
 
         replay = asyncio.create_task(control.replay_dead_letters(state, runtime, source_id))
-        await _until(lambda: _committed(state, source_id) > 0 or replay.done(), 60, "the replay under way")
+        await until(lambda: _committed(state, source_id) > 0 or replay.done(), 60, "the replay under way")
         committed_when_erased = _committed(state, source_id)
         receipt = await control.request_erasure(state, runtime.erasures, ErasureTarget(source_id=source_id), "ops")
         await replay
@@ -150,12 +141,12 @@ async def test_a_source_erased_during_a_watcher_burst_stays_erased(tmp_path: Pat
         with Services(settings) as services:
             state = services.state()
             (entry,) = state.list_sources()
-            await _until(lambda: _committed(state, entry.id) == NOTES, 30, "the first sync")
+            await until(lambda: _committed(state, entry.id) == NOTES, 30, "the first sync")
             await asyncio.sleep(WATCHER_START_S)
             began = time.monotonic()
             with Burst(folder) as burst:
                 # Erase once the watcher's syncs have stored some of the burst, half way through it.
-                await _until(lambda: _committed(state, entry.id) > NOTES, 30, "the burst's first files stored")
+                await until(lambda: _committed(state, entry.id) > NOTES, 30, "the burst's first files stored")
                 written_when_erased = burst.written
                 erasures = services.erasures()
                 assert isinstance(erasures, InProcessErasures)  # embedded: it runs here, where it is asked
