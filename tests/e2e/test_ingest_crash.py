@@ -17,6 +17,7 @@ import pytest
 
 from engines.contract import ListRequest
 from engines.local import LocalEngine
+from tests.reliability.figures import exactly_once, print_figures
 
 pytestmark = pytest.mark.e2e
 
@@ -49,7 +50,9 @@ def _kill_once_committed(child: subprocess.Popen[str], state: Path, units: int, 
     child.communicate(timeout=30)
 
 
-def test_killed_mid_backfill_then_rerun_stores_every_file_exactly_once(tmp_path: Path) -> None:
+def test_killed_mid_backfill_then_rerun_stores_every_file_exactly_once(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     folder = tmp_path / "notes"
     for n in range(FILES):
         path = folder / f"d{n % 30}" / f"note-{n}.md"
@@ -69,10 +72,10 @@ def test_killed_mid_backfill_then_rerun_stores_every_file_exactly_once(tmp_path:
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["errors"] == 0
 
-    asyncio.run(_check_exact(data, folder))
+    asyncio.run(_check_exact(data, folder, request))
 
 
-async def _check_exact(data: Path, folder: Path) -> None:
+async def _check_exact(data: Path, folder: Path, request: pytest.FixtureRequest) -> None:
     engine = LocalEngine(data / "memory.sqlite3")
     try:
         hits, cursor = [], None
@@ -85,6 +88,12 @@ async def _check_exact(data: Path, folder: Path) -> None:
     finally:
         engine.close()
     paths = [hit.meta.file_path for hit in hits]
+    lost, duplicated = exactly_once((str(p.resolve()) for p in folder.rglob("*.md")), (p or "" for p in paths))
+    print_figures(
+        request,
+        f"items lost: {lost}; duplicated: {duplicated}",
+        f"{FILES} files; `tinymemory ingest` SIGKILLed twice (once 200, then 700 units were committed), then run again",
+    )
     assert len(hits) == FILES
     assert len(set(paths)) == FILES  # no file twice
     assert len({hit.id for hit in hits}) == FILES

@@ -15,6 +15,7 @@ import pytest
 
 from sources import SourceEntry
 from tests.integration.cluster import TINYMEMORY, Cluster, cluster_fixture, worker_children, write_notes
+from tests.reliability.figures import print_figures
 from worker import control
 from worker.cluster.app import create_app
 from worker.cluster.queues import BEAT_TASK, SYNC_QUEUE
@@ -81,7 +82,9 @@ def test_a_source_erased_during_its_backfill_stays_erased(cluster: Cluster, tmp_
     assert _ask(cluster, ErasureTarget(source_id="notes")).id == erasure_id
 
 
-def test_an_erase_worker_killed_mid_erasure_leaves_it_to_be_resumed(cluster: Cluster, tmp_path: Path) -> None:
+def test_an_erase_worker_killed_mid_erasure_leaves_it_to_be_resumed(
+    cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     folder = tmp_path / "drafts"
     write_notes(folder, 60)
     cluster.add_folder("drafts", folder)
@@ -104,10 +107,18 @@ def test_an_erase_worker_killed_mid_erasure_leaves_it_to_be_resumed(cluster: Clu
 
     cluster.wait(lambda: _receipt(cluster, receipt.id).finished, 90, "the resumed erasure")
     done = _receipt(cluster, receipt.id)
+    left = cluster.items("drafts")
+    cluster.wait(cluster.idle, 30, "the erase queue drained")
+    verified = done.verification is not None and done.verification.passed
+    print_figures(
+        request,
+        f"items left: {len(left)}; stuck: {int(not cluster.idle())}; erasure {done.status} in {done.runs} runs, "
+        f"verified: {verified}",
+        f"the erase worker's {len(children)} pool process(es) SIGKILLed while the erasure waited in its `stopped` step",
+    )
     assert done.status == "completed", done.reason
     assert done.runs == 2 and done.steps[:2] == ["tombstoned", "stopped"]
-    assert cluster.items("drafts") == []
-    cluster.wait(cluster.idle, 30, "the erase queue drained")
+    assert left == []
     followed = _tinymemory(cluster, "erase", "source", "drafts", "--wait", "--json")  # the same request
     assert ErasureReceipt.model_validate_json(followed.splitlines()[1]) == done
     assert ErasureReceipt.model_validate_json(_tinymemory(cluster, "erase", "status", receipt.id, "--json")) == done

@@ -15,6 +15,7 @@ import pytest
 
 from tests.fixtures.documents import corrupt_pdf_bytes, docx_bytes, html_bytes, pdf_bytes
 from tests.integration.cluster import Cluster, cluster_fixture, worker_children, write_notes
+from tests.reliability.figures import exactly_once, print_figures
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -48,7 +49,9 @@ def test_a_2000_file_backfill_through_two_workers_ends_with_exact_counts(cluster
     assert len(cluster.items("notes")) == 2_000
 
 
-def test_workers_killed_mid_backfill_lose_and_duplicate_nothing(cluster: Cluster, tmp_path: Path) -> None:
+def test_workers_killed_mid_backfill_lose_and_duplicate_nothing(
+    cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     files = 3_000  # the kills take about a second; the backfill outlasts them many times over (asserted below)
     folder = tmp_path / "notes"
     write_notes(folder, files)
@@ -67,6 +70,13 @@ def test_workers_killed_mid_backfill_lose_and_duplicate_nothing(cluster: Cluster
         time.sleep(rng.uniform(0.05, 0.3))
     assert kills >= 5, "the backfill ended before five kills: the test proves little"
     cluster.wait_done("notes", files, within_s=300)
+    lost, duplicated = exactly_once((str(p.resolve()) for p in folder.rglob("*.md")), cluster.items("notes"))
+    stuck, letters = int(not cluster.idle()), len(cluster.state().dead_letters("notes"))
+    print_figures(
+        request,
+        f"items lost: {lost}; duplicated: {duplicated}; stuck: {stuck}; dead letters: {letters}",
+        f"{files} files through two workers, {kills} pool processes SIGKILLed",
+    )
     _exactly_once(cluster, "notes", folder, files)
     for entry in cluster.state().manifest_entries("notes", list(cluster.state().unit_states("notes"))).values():
         assert entry.item_ids and not entry.stale and not entry.deleted

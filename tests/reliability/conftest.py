@@ -1,37 +1,25 @@
-"""What every reliability test shares: a way to print its figures past pytest's capture, so that a passing
-run shows them too, and a reading of everything an engine stored."""
+"""What every reliability test shares: its figures printed past pytest's capture (`figures`), a reading of
+everything an engine stored, and a wait that lets the event loop run."""
 
 from __future__ import annotations
 
 import asyncio
-import sys
+import functools
 import time
 from collections.abc import Callable
 
 import pytest
 
 from engines.contract import Hit, ListRequest, MemoryEngine
+from tests.reliability.figures import print_figures
 
 Figures = Callable[..., None]
 
 
 @pytest.fixture
 def figures(request: pytest.FixtureRequest) -> Figures:
-    """Print lines of figures under the test's name, even while pytest captures the output: on stderr, which
-    an xdist worker shares with the terminal (its stdout is not the terminal's)."""
-    capman = request.config.pluginmanager.getplugin("capturemanager")
-
-    def say(line: str, *details: str) -> None:
-        with capman.global_and_fixture_disabled():
-            print(
-                f"\n[reliability] {request.node.name}: {line}",
-                *(f"    {d}" for d in details),
-                sep="\n",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    return say
+    """`print_figures` for the requesting test."""
+    return functools.partial(print_figures, request)
 
 
 async def every_item(engine: MemoryEngine, page: int = 500) -> list[Hit]:

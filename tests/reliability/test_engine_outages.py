@@ -16,7 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from sources import SourceRequest
 from tests.integration.cluster import Cluster, cluster_fixture, worker_children, write_notes
 from tests.integration.test_cortex_pipeline import listed_items
 from tests.reliability.conftest import Figures, until
+from tests.reliability.figures import exactly_once
 from worker import control
 from worker.embedded import EmbeddedRuntime
 from worker.services import open_engine
@@ -183,14 +183,14 @@ def _local_through_a_lock(cluster: Cluster, folder: Path, go: threading.Event) -
     at_end = cluster.committed("notes")
     cluster.wait_done("notes", LOCAL_FILES, within_s=120)
     took = time.monotonic() - started
-    paths = Counter(cluster.items("notes"))
+    lost, duplicated = exactly_once((str(p.resolve()) for p in folder.rglob("*.md")), cluster.items("notes"))
     alive = worker.poll() is None
     replaced = len(pools - set(worker_children(worker)))
     return Tally(
         outage="local engine file locked",
         files=LOCAL_FILES,
-        lost=len({str(p.resolve()) for p in folder.rglob("*.md")} - set(paths)),
-        duplicated=sum(n - 1 for n in paths.values()),
+        lost=lost,
+        duplicated=duplicated,
         letters=[f"{d.unit_id}: {d.message}" for d in cluster.state().dead_letters("notes")],
         committed=(at_begin, at_end),
         took_s=took,

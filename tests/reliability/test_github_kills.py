@@ -12,7 +12,6 @@ import os
 import random
 import signal
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from sources import REGISTRY, SourceRequest
 from tests.fixtures.github_fake import FakeGitHub, GitRepo
 from tests.integration.cluster import Cluster, cluster_fixture, worker_children
 from tests.reliability.conftest import Figures
+from tests.reliability.figures import exactly_once
 from worker.cluster.runtime import sync_lease
 from worker.jobs import job_lease
 from worker.redis.leases import Leases
@@ -94,10 +94,9 @@ def test_pool_processes_killed_during_a_github_sync_lose_duplicate_and_strand_no
     cluster.wait(lambda: cluster.committed(SOURCE) == FILES and cluster.idle(), 120, "every file after the kills")
     took = time.monotonic() - started
 
-    stored = Counter(os.path.relpath(p, "/") if p.startswith("/") else p for p in cluster.items(SOURCE))
+    stored = cluster.items(SOURCE)
     expected = {_path(n) for n in range(FILES)}
-    lost = len(expected - set(stored))
-    duplicated = sum(n - 1 for n in stored.values())
+    lost, duplicated = exactly_once(expected, stored)
     state = cluster.state()
     stuck = sum(
         [
