@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -47,16 +47,15 @@ from _report import emit  # noqa: E402
 
 from engines.contract import Document, FetchMode, FetchRequest  # noqa: E402
 from engines.local import Embedder, HashingEmbedder, LocalEngine  # noqa: E402
-from engines.local.fusion import Fusion, fuse, fusion_for  # noqa: E402
-from engines.local.search import Ranked  # noqa: E402
+from engines.local.fusion import Fusion, fusion_for  # noqa: E402
 from engines.local.static import StaticEmbedder  # noqa: E402
 from engines.local.words import STOP_WORDS  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "corpus"
 TARGET_OVER_ANCHOR = 0.03
 LATENCY_QUERIES = 200
-GRID_K = (5, 10, 20, 40, 60)
-GRID_VECTOR = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
+GRID_VECTOR = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+GRID_FEEDBACK = ((0, 0.0), (3, 0.5), (3, 1.0), (3, 1.5), (5, 1.0))  # keyword's best items, their weight
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, list[str]]
@@ -73,10 +72,10 @@ class Collection:
 
 @dataclass
 class Measured:
-    """One embedder's engine over one collection: runs per mode, rankings for tuning, timings."""
+    """One embedder's engine over one collection: runs per mode, dev runs per fusion tried, timings."""
 
     runs: dict[str, Run] = field(default_factory=dict)
-    rankings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    tried: dict[Fusion, Run] = field(default_factory=dict)
     latency_ms: dict[str, list[float]] = field(default_factory=dict)
     store_s: float = 0.0
     embedded_s: float = 0.0
@@ -163,7 +162,9 @@ def document(title: str, text: str) -> Document:
     return Document.from_text(text, title=title or None)
 
 
-async def measure(engine: LocalEngine, collection: Collection) -> Measured:
+async def measure(engine: LocalEngine, collection: Collection, grid: list[Fusion]) -> Measured:
+    """Store the collection, wait for its vectors, then read every query in every mode (and its dev
+    queries in hybrid mode with each fusion of `grid`)."""
     measured = Measured()
     started = time.perf_counter()
     by_item: dict[str, str] = {}
@@ -182,45 +183,46 @@ async def measure(engine: LocalEngine, collection: Collection) -> Measured:
 
     for mode in FetchMode:
         measured.runs[mode.value] = {q: await ranked(t, mode, 100) for q, t in collection.queries.items()}
-        # Hybrid reads 200 deep for 100 hits; fusing rankings of that depth offline gives its exact answer.
-        if mode is not FetchMode.HYBRID:
-            measured.rankings[mode.value] = {q: await ranked(t, mode, 199) for q, t in collection.queries.items()}
         times = []
         for text in list(collection.queries.values())[:LATENCY_QUERIES]:
             began = time.perf_counter()
             await engine.fetch(FetchRequest(query=text, mode=mode, limit=10))
             times.append((time.perf_counter() - began) * 1000)
         measured.latency_ms[mode.value] = times
+    configured = engine._rankers  # the bench swaps the engine's fusion weights to tune them
+    for weights in grid:
+        engine._rankers = replace(configured, fusion=weights)
+        dev = collection.splits["dev, tuned"]
+        measured.tried[weights] = {q: await ranked(collection.queries[q], FetchMode.HYBRID, 100) for q in dev}
+    engine._rankers = configured
     return measured
 
 
-def fused_run(measured: Measured, weights: Fusion) -> Run:
-    run: Run = {}
-    for qid, keyword_ids in measured.rankings["keyword"].items():
-        number: dict[str, int] = {}
-        keyword = [Ranked(number.setdefault(d, len(number)), 0, 0.0) for d in keyword_ids]
-        vector = [Ranked(number.setdefault(d, len(number)), 0, 0.0) for d in measured.rankings["vector"][qid]]
-        names = {n: d for d, n in number.items()}
-        run[qid] = [names[r.item_seq] for r in fuse(keyword, vector, 200, weights, set())[:100]]
-    return run
+def fusion_grid() -> list[Fusion]:
+    """The fusions `--tune` tries: vector shares, each without feedback and with a few kinds of it."""
+    return [Fusion(vector=v, feedback_items=n, feedback_weight=w) for v in GRID_VECTOR for n, w in GRID_FEEDBACK]
 
 
 def tune(evaluate: ModuleType, measured: list[tuple[Collection, Measured]], configured: Fusion) -> None:
-    """The fusion weights that do best on the dev queries of every collection together (their mean nDCG@10)."""
+    """The fusions that do best on the dev queries of every collection together (their mean nDCG@10),
+    among those that do not fall below keyword alone on any collection's dev queries."""
+    keyword = [dev_ndcg(evaluate, c, m.runs["keyword"]) for c, m in measured]
     grid = []
-    for k in GRID_K:
-        for weight in GRID_VECTOR:
-            weights = Fusion(keyword=1.0, vector=weight, k=k)
-            figures = [dev_ndcg(evaluate, c, fused_run(m, weights)) for c, m in measured]
-            grid.append((statistics.fmean(figures), figures, weights))
-    grid.sort(key=lambda entry: -entry[0])
+    for weights in measured[0][1].tried:
+        figures = [dev_ndcg(evaluate, c, m.tried[weights]) for c, m in measured]
+        never_below = all(f >= k for f, k in zip(figures, keyword, strict=True))
+        grid.append((statistics.fmean(figures), never_below, figures, weights))
+    grid.sort(key=lambda entry: (not entry[1], -entry[0]))
     names = " / ".join(c.name for c, _ in measured)
-    configured_figures = [dev_ndcg(evaluate, c, fused_run(m, configured)) for c, m in measured]
     engine = [dev_ndcg(evaluate, c, m.runs["hybrid"]) for c, m in measured]
     print(f"  tuning on the dev queries of {names}: mean nDCG@10 (each)")
-    print(f"    configured {configured}: {_figures(configured_figures)}; the engine's own: {_figures(engine)}")
-    for _, figures, weights in grid[:6]:
-        print(f"    vector weight {weights.vector:<4} k {weights.k:<3} {_figures(figures)}")
+    print(f"    keyword alone: {_figures(keyword)}; the engine's own {configured}: {_figures(engine)}")
+    for _, never_below, figures, weights in grid[:8]:
+        mark = "" if never_below else "  (below keyword on one)"
+        print(
+            f"    vector {weights.vector:<4} feedback {weights.feedback_items} x {weights.feedback_weight:<4} "
+            f"{_figures(figures)}{mark}"
+        )
 
 
 def dev_ndcg(evaluate: ModuleType, collection: Collection, run: Run) -> float:
@@ -357,6 +359,7 @@ async def main() -> None:
     if args.tldr.is_dir():
         collections.append(tldr(args.tldr, args.tldr_queries))
     chosen = embedders(args.embedders.split(","))
+    grid = fusion_grid() if args.tune else []
     anchors = {}
     for collection in collections:
         started = time.perf_counter()
@@ -373,7 +376,7 @@ async def main() -> None:
             with tempfile.TemporaryDirectory(prefix="tm-quality-") as folder:
                 engine = LocalEngine(Path(folder) / "quality.sqlite3", embedder=embedder)
                 try:
-                    measured.append((collection, await measure(engine, collection)))
+                    measured.append((collection, await measure(engine, collection, grid)))
                 finally:
                     engine.close()
             report(evaluate, collection, measured[-1][1], *anchors[collection.name], embedder.identity)

@@ -3,8 +3,8 @@
 - keyword: BM25 alone.
 - vector: the vector ranking of embedded items; items still waiting for their vectors are merged
   in by their keyword rank (reciprocal rank fusion of the two, so the scores are then fused ones).
-- hybrid: weighted fusion of both rankings (`fusion`), an item without vectors ranked by its
-  keyword rank alone.
+- hybrid: normalised score fusion of both rankings (`fusion`), the vector ranking read with the
+  query's vector moved towards keyword's best items; an item without vectors scored by keyword alone.
 
 When the file's vectors are another embedder's (a process changed it after this one opened it),
 vector and hybrid reads are keyword reads. Either way `keyword_only` counts the items ranked by
@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from engines.contract import FetchMode
 from engines.local import pending
-from engines.local.fusion import EQUAL, Fusion, fuse
+from engines.local.fusion import Fusion, feedback_query, fuse, fuse_ranks
 from engines.local.search import Ranked, TermCounts, keyword_ranking, vector_ranking
 from engines.local.vectors import VectorIndex
 from engines.local.where import Where
@@ -79,11 +79,15 @@ def rank(conn: sqlite3.Connection, req: RankRequest, rankers: Rankers) -> Rankin
     if snapshot is None:
         found = by_keyword()
         return Ranking(found, keyword_only=len(found), foreign_vectors=True)
-    found = vector_ranking(conn, snapshot, req.where, req.vector, rankers.min_similarity, req.want)
     if req.mode is FetchMode.VECTOR:
+        found = vector_ranking(conn, snapshot, req.where, req.vector, rankers.min_similarity, req.want)
         if not waiting:
             return Ranking(found)
         stand_ins = [hit for hit in by_keyword() if hit.item_seq in waiting]
-        return Ranking(fuse(stand_ins, found, req.want, EQUAL, set()), keyword_only=len(stand_ins))
-    fused = fuse(by_keyword(), found, req.want, rankers.fusion, waiting)
+        return Ranking(fuse_ranks(stand_ins, found, req.want), keyword_only=len(stand_ins))
+    words = by_keyword()
+    best = [hit.passage for hit in words[: rankers.fusion.feedback_items]]
+    query = feedback_query(req.vector, snapshot.vectors_of(best), rankers.fusion) if best else req.vector
+    found = vector_ranking(conn, snapshot, req.where, query, rankers.min_similarity, req.want)
+    fused = fuse(words, found, req.want, rankers.fusion, waiting, rankers.min_similarity)
     return Ranking(fused, keyword_only=sum(1 for hit in fused if hit.item_seq in waiting))

@@ -55,6 +55,11 @@ class Snapshot:
                 return self.items[best], self.rowids[best], scores[best]
             window = min(len(chosen), window * 4)
 
+    def vectors_of(self, passages: list[int]) -> NDArray[np.float32]:
+        """The vectors of those of `passages` (rowids) that have one in this snapshot."""
+        # A pass over the rowids: well under a millisecond at 50,000 passages, for a handful of rowids.
+        return self.matrix[np.isin(self.rowids, passages)]
+
 
 class VectorIndex:
     """Passage vectors of one embedder with their passage rowids and item seqs, grown in place as they arrive."""
