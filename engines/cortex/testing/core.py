@@ -47,32 +47,38 @@ class Core:
             raise invalid(f"a bulk write takes 1 to {MAX_BULK} items")
         # Every item is checked before any is written: a refusal writes nothing of the batch.
         pending: dict[str, dict[str, Any]] = {}
+        plains = []
         for index, item in enumerate(items):
             try:
                 check_experience(item, self.config)
-                self._check_key(item, pending)
+                plains.append(self._check_key(item, pending))
             except RefusalError as refusal:
                 raise RefusalError(
                     refusal.status, refusal.code, f"item {index}: {refusal.message}", {"index": index}
                 ) from None
-        return [self._append(item, reroot(item["scope"])) for item in items]
+        written = zip(items, plains, strict=True)
+        return [self._append(item, reroot(item["scope"]), plain=plain) for item, plain in written]
 
-    def _check_key(self, body: dict[str, Any], pending: dict[str, dict[str, Any]]) -> None:
+    def _check_key(self, body: dict[str, Any], pending: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """The body without its key, once the key is known to fit it (held and earlier in the batch)."""
+        plain = _without_key(body)
         key = body.get("idempotency_key")
         if key is None:
-            return
-        plain = _without_key(body)
+            return plain
         held = self.log.key(key, self.now())
         earlier = pending.setdefault(key, plain)
         if (held is not None and held.body != plain) or earlier != plain:
             raise RefusalError(409, "IDEMPOTENCY_CONFLICT", "the idempotency key was used with another body")
+        return plain
 
-    def _append(self, body: dict[str, Any], stored_scope: str, space: str = "") -> tuple[EventRecord, bool]:
+    def _append(
+        self, body: dict[str, Any], stored_scope: str, space: str = "", plain: dict[str, Any] | None = None
+    ) -> tuple[EventRecord, bool]:
         now = self.now()
         key = body.get("idempotency_key")
         if key is not None and space:
             key = f"{space}|{key}"
-        plain = _without_key(body)
+        plain = _without_key(body) if plain is None else plain
         if key is not None:
             held = self.log.key(key, now)
             if held is not None:

@@ -96,7 +96,7 @@ def _newest_first(log: EventLog, scopes: list[str], labels: list[str] | None, no
     return (r for r in merged if not r.removed and r.ranked_at <= now)
 
 
-def _first_held(vocabularies: list[dict[str, int]]) -> dict[str, int]:
+def first_held(vocabularies: list[dict[str, int]]) -> dict[str, int]:
     """The vocabularies of several scopes as one: each word with the first `seq` any of them held it at."""
     if len(vocabularies) == 1:
         return vocabularies[0]
@@ -116,7 +116,7 @@ def build_pack(log: EventLog, config: DoubleConfig, body: dict[str, Any], stored
     size = int(limits.get("events", config.default_events_per_pack))
     include = body.get("include") or list(LAYERS)
     candidates = _newest_first(log, scopes, _labels(body), now)
-    vocabulary = _first_held([log.vocabulary(scope) for scope in scopes])
+    vocabulary = first_held([log.vocabulary(scope) for scope in scopes])
     events = rank(candidates, body["query"], size, vocabulary) if "events" in include else []
     pack = Pack(f"pack_{log.next_id('pack')}", stored_scope, events, now)
     log.packs[pack.pack_id] = pack

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 from engines.contract import Document
 from engines.cortex import Timing
 from engines.cortex.testing import CortexDouble, DoubleConfig, ManualClock, serve
+from engines.cortex.testing.log import EventLog, EventRecord, words
+from engines.cortex.testing.packs import first_held, rank
 from tests.unit.engines.cortex.helpers import Served, served
 
 AUTH = {"Authorization": "Bearer test-key"}
@@ -275,3 +278,24 @@ async def test_expired_packs_and_the_switches_of_older_servers() -> None:
             forgot = await client.post("/v1/forget", json={"scope": SCOPE, "selector": {"memory_ids": [event]}})
             assert forgot.json()["deleted"] == {"events": 1}  # this server's default cascade removes events
             assert (await client.get("/v1/auth/whoami")).status_code == 404
+
+
+def test_ranking_stops_early_yet_keeps_the_exact_order() -> None:
+    # The walk stops once nothing older can rank higher; it must give what sorting every event would.
+    rng = random.Random(5)
+    vocabulary = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "ab", "tok9", "x1y"]
+    for _ in range(300):
+        log = EventLog()
+        for seq in range(1, rng.randrange(0, 40) + 1):
+            text = " ".join(rng.choice(vocabulary) for _ in range(rng.randrange(0, 6)))
+            content = {"kind": "message", "role": "user", "text": text}
+            scope = rng.choice(["app:a", "app:b"])
+            log.add(EventRecord(f"evt_{seq}", seq, scope, "m", content, [], None, "", None, None, 0, 0, 0, {}), 1)
+        scopes = ["app:a", "app:b"][: rng.randrange(1, 3)]
+        query = " ".join(rng.choice(vocabulary) for _ in range(rng.randrange(0, 5)))
+        size = rng.randrange(0, 12)
+        newest_first = sorted((r for s in scopes for r in log.by_scope.get(s, [])), key=lambda r: -r.seq)
+        wanted = words(query)
+        expected = sorted(newest_first, key=lambda r: (-len(wanted & r.words()), -r.seq))[:size]
+        ranked = rank(iter(newest_first), query, size, first_held([log.vocabulary(s) for s in scopes]))
+        assert [r.id for r in ranked] == [r.id for r in expected]

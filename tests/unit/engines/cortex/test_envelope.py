@@ -204,3 +204,33 @@ def test_directives_are_sent_only_to_stop_derivation(derive: bool | None) -> Non
     doc = Document.from_text("notes", meta=MemoryMeta(derive=derive))
     [event] = encode_item(doc, doc.fingerprint(), "app:tinymemory/app:documents")
     assert "directives" not in event.body
+
+
+def test_the_bytes_sent_are_the_canonical_body_with_its_key() -> None:
+    # The body is written field by field, not by `json.dumps`: it must be exactly the canonical form (7.3), with
+    # the key its own canonical bytes hash to, for text that JSON escapes and for events of every shape.
+    awkward = 'quote " backslash \\ tab \t newline \n nul \x00 bell \x07 del \x7f é 中 😀 \u2028'
+    meta = MemoryMeta(
+        thread_id="+1 415 555 0100", agent_id="scout é", file_path="/home/ana/naïve.md", tags=['a"b'], derive=False
+    )
+    talk = Conversation(
+        turns=[
+            Turn(role=Role.USER, text=awkward, at=AT),
+            Turn(role=Role.TOOL, text="done", tool_calls=[ToolCallRef(name="grep", id="c1")]),
+        ],
+        meta=MemoryMeta(observed_at=AT),
+    )
+    items = [
+        _worked_learning(),
+        Learning(text=awkward, kind=LearningKind.FACT, confidence=0.1, evidence=awkward, meta=meta),
+        Learning(text="v2: too many parts", kind=LearningKind.FACT, confidence=0.5, evidence="e\n" * 10_000),
+        Document.from_text(awkward + "\f" + awkward, meta=meta, title='Tïtle "x"', mime="text/markdown"),
+        Document.from_text("# One\n" + "x" * 300_000, meta=MemoryMeta(observed_at=AT)),
+        talk,
+    ]
+    for item in items:
+        for event in encode_item(item, item.fingerprint(), SCOPE):
+            canonical = json.dumps(event.body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            assert event.data == canonical.encode("utf-8")
+            unkeyed = {key: value for key, value in event.body.items() if key != "idempotency_key"}
+            assert event.body["idempotency_key"] == body_key(unkeyed)
