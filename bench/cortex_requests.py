@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import socket
 import subprocess
@@ -34,9 +35,10 @@ from pathlib import Path
 import httpx
 from _report import emit
 
-from engines.contract import Document, MemoryMeta, SourceKind, SourceRef
+from engines.contract import Document, Item, MemoryMeta, SourceKind, SourceRef
 from engines.cortex import CortexEngine, CortexWire, Timing
 from engines.settings import EngineCredential
+from worker.tuning import collect_less
 
 BATCH = 100
 TARGET_DIRECT_PER_BATCH = 6.0
@@ -45,9 +47,9 @@ TARGET_DIRECT_ITEMS_PER_S = 2_000.0
 REPO = Path(__file__).resolve().parents[1]
 
 
-def documents(count: int, run: str) -> list[Document]:
+def documents(count: int, run: str) -> list[Item]:
     words = ["ledger", "harbor", "quartz", "meadow", "cipher", "lantern", "orbit", "tundra", "velvet", "zephyr"]
-    out = []
+    out: list[Item] = []
     for n in range(count):
         # Files differ from their first line on, so a ranked query of an item's first 256 characters finds it.
         body = f"# Note {n}: token{run}{n}\n\n" + " ".join(words[(n + k) % len(words)] for k in range(60)) + "\n"
@@ -136,7 +138,7 @@ class Run:
 
 
 async def backfill(
-    url: str, pid: int, wire: CortexWire, items: list[Document], batched: bool, in_flight: int = 1
+    url: str, pid: int, wire: CortexWire, items: list[Item], batched: bool, in_flight: int = 1
 ) -> tuple[float, ...]:
     """(seconds, engine CPU seconds, double CPU seconds) of storing `items`, batched (`in_flight` calls at once, as
     several workers or the embedded runtime's two batches in flight make them) or one by one."""
@@ -147,7 +149,7 @@ async def backfill(
         if batched:
             gate = asyncio.Semaphore(in_flight)
 
-            async def store(batch: list[Document]) -> None:
+            async def store(batch: list[Item]) -> None:
                 async with gate:
                     await engine.store_many(batch)
 
@@ -162,14 +164,20 @@ def measure(
     control: Control,
     server: tuple[str, int],
     wire: CortexWire,
-    items: list[Document],
+    items: list[Item],
     batched: bool,
     latency_s: float,
     in_flight: int = 1,
 ) -> Run:
     url, pid = server
     control.reset(latency_s)
-    seconds, engine_cpu, double_cpu = asyncio.run(backfill(url, pid, wire, items, batched, in_flight))
+    # A backfill holds a batch at a time, not 5,000 items: the collector must not walk all of them here.
+    gc.collect()
+    gc.freeze()
+    try:
+        seconds, engine_cpu, double_cpu = asyncio.run(backfill(url, pid, wire, items, batched, in_flight))
+    finally:
+        gc.unfreeze()
     routes = control.routes()
     for warm_up in ("GET v1/admin/health", "GET v1/auth/whoami", "GET memory/scopes"):
         routes.pop(warm_up, None)
@@ -178,7 +186,8 @@ def measure(
 
 def report(wire: CortexWire, latency_ms: float, batched: Run, anchor: Run) -> None:
     batches = batched.items / BATCH
-    print(f"\n{wire.value} wire, {latency_ms:g} ms per request")
+    load = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(f"\n{wire.value} wire, {latency_ms:g} ms per request (load {load})")
     for route, count in sorted(batched.routes.items()):
         print(f"  {route:<28} {count / batches:7.2f} per batch")
     per_batch = batched.requests / batches
@@ -223,6 +232,7 @@ def main() -> int:
         "--in-flight", type=int, default=2, help="also measure this many batches at once (1: sequential only)"
     )
     args = parser.parse_args()
+    collect_less()  # as every pipeline process does (the command line, the runtimes, the workers)
     met = True
     wires = (("direct", CortexWire.DIRECT), ("hosted", CortexWire.TINYHUMANS))
     for wire_name, wire in (w for w in wires if args.wire in ("both", w[0])):
