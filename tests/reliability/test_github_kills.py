@@ -12,7 +12,7 @@ import os
 import random
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from worker.redis.leases import Leases
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-FILES = 300
+FILES = 400  # four batches: the last kills land between commits, before the last one
 KILLS = 6
 BLOB_DELAY_S = 0.02
 SOURCE = "gh"
@@ -79,6 +79,21 @@ def _kill_pool_processes(cluster: Cluster, rng: random.Random, files: int) -> li
     return kills
 
 
+def _wait_or_explain(cluster: Cluster, github: FakeGitHub, condition: Callable[[], bool], what: str) -> None:
+    """`cluster.wait`, failing with what the API was asked, the source's last sync and the workers' warnings
+    (a failed run's folder is soon reclaimed by later runs)."""
+    try:
+        cluster.wait(condition, 120, what)
+    except AssertionError as err:
+        state = cluster.state()
+        logs = [line for path in sorted(cluster.root.glob("worker-*.log")) for line in path.read_text().splitlines()]
+        warnings = [line[:300] for line in logs if '"level": "warning"' in line or '"level": "error"' in line][-20:]
+        raise AssertionError(
+            f"{err}\nrequests: {dict(github.requests)}\nlast sync: {state.last_sync(SOURCE)}\n"
+            f"dead letters: {state.dead_letters(SOURCE)[:3]}\nworker warnings:\n" + "\n".join(warnings)
+        ) from err
+
+
 def test_pool_processes_killed_during_a_github_sync_lose_duplicate_and_strand_nothing(
     cluster: Cluster, github: SlowGitHub, figures: Figures
 ) -> None:
@@ -89,9 +104,9 @@ def test_pool_processes_killed_during_a_github_sync_lose_duplicate_and_strand_no
     started = time.monotonic()
     assert cluster.sync(SOURCE)
     # The first kill lands as soon as a blob is asked for: in the listing's batch or the sync itself.
-    cluster.wait(lambda: github.count("blob") > 0, 60, "the sync under way")
+    _wait_or_explain(cluster, github, lambda: github.count("blob") > 0, "the sync under way")
     kills = _kill_pool_processes(cluster, random.Random(19), FILES)
-    cluster.wait(lambda: cluster.committed(SOURCE) == FILES and cluster.idle(), 120, "every file after the kills")
+    _wait_or_explain(cluster, github, lambda: cluster.committed(SOURCE) == FILES and cluster.idle(), "every file")
     took = time.monotonic() - started
 
     stored = cluster.items(SOURCE)
