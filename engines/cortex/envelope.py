@@ -50,7 +50,7 @@ class _Raw(str):
 
 
 # Built once: `json.dumps` with options builds an encoder on every call, a third of an event's encoding time.
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 _CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 

@@ -82,15 +82,22 @@ def wire_meta(meta: MemoryMeta) -> MemoryMeta:
 
 def path_digests(path: str) -> list[str]:
     """Digests of `path` and of every prefix ending just before a `/` (the empty one before a leading `/` too)."""
-    return list(_path_digests(path))
+    cut = path.rfind("/")
+    above = _folder_digests(path[:cut]) if cut >= 0 else ()
+    return list(dict.fromkeys((path_digest(path), *above)))
 
 
 @lru_cache(maxsize=4096)
-def _path_digests(path: str) -> tuple[str, ...]:
-    # The items of a folder share its digests; the prefixes end where each `/` starts.
-    segments = path.split("/")
-    prefixes = [path, *("/".join(segments[:n]) for n in range(1, len(segments)))]
-    return tuple(dict.fromkeys(path_digest(p) for p in prefixes))
+def _folder_digests(folder: str) -> tuple[str, ...]:
+    """Digests of the prefixes of `folder` that end just before a `/`, shortest first, then of `folder` itself:
+    what every file in it shares."""
+    prefixes = []
+    at = folder.find("/")
+    while at >= 0:
+        prefixes.append(folder[:at])
+        at = folder.find("/", at + 1)
+    prefixes.append(folder)
+    return tuple(path_digest(prefix) for prefix in prefixes)
 
 
 def lookup_labels(item_id: str, meta: MemoryMeta) -> list[str]:

@@ -237,7 +237,7 @@ class Transport:
             await asyncio.sleep(left)
 
 
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 
 def _content(body: Any) -> bytes | None:
