@@ -11,7 +11,8 @@ the same items stored one `store()` call at a time: what an engine that writes a
 same again with every request held 5 ms by the double, where per-item waits show. Each run also prints the
 figures with two batches in flight at once (`--in-flight`), as the embedded runtime and several workers store.
 Every figure includes the CPU both processes spent per batch, since on a shared machine the wall time is partly
-waiting for a core.
+waiting for a core. This process tunes its collector as every pipeline process does, and keeps the items it
+generated out of it while it stores them (a backfill holds a batch at a time, not 5,000 items).
 Targets: Direct <= 6 requests per 100-item batch on average; hosted <= 106; with 5 ms of latency >= 2,000 items/s
 on Direct.
 """
