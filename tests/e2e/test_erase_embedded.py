@@ -22,8 +22,16 @@ from engines.local import LocalEngine
 
 pytestmark = pytest.mark.e2e
 
-FILES = 4_000
+# HTML, converted by one converter process: a backfill of several seconds, so the erasure lands in its middle.
+FILES = 2_500
 TINYMEMORY = str(Path(sys.executable).parent / "tinymemory")
+# `tinymemory erase source ID --json`, through the command's own entry point, with ID read from stdin.
+_ERASE_WHEN_TOLD = """
+import sys
+from worker.cli import app
+source_id = sys.stdin.readline().strip()
+app(["erase", "source", source_id, "--json"], prog_name="tinymemory")
+"""
 
 
 def _rows(state: Path, sql: str) -> list[tuple[object, ...]]:
@@ -66,29 +74,36 @@ def _wait(condition: Callable[[], bool], within_s: float, what: str) -> None:
 def test_erase_a_source_while_up_is_ingesting_it(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     for n in range(FILES):
-        path = folder / f"d{n % 20:02}" / f"note-{n:05}.md"
+        path = folder / f"d{n % 20:02}" / f"note-{n:05}.html"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"# note {n}\n\nthe body of note {n}, word{n}x\n")
+        path.write_text(f"<html><body><h1>note {n}</h1><p>the body of note {n}, word{n}x</p></body></html>\n")
     data = tmp_path / "data"
     state, memory = data / "state.sqlite3", data / "memory.sqlite3"
-    env = {**os.environ, "TINYMEMORY_DATA_DIR": str(data), "TINYMEMORY_API_PORT": "0"}
+    env = {
+        **os.environ,
+        "TINYMEMORY_DATA_DIR": str(data),
+        "TINYMEMORY_API_PORT": "0",
+        "TINYMEMORY_CONVERT_WORKERS": "1",
+    }
+    # The erase command, started (and imported) before the backfill and told its source once the first batch
+    # lands: an interpreter's start-up takes seconds on a busy machine, long enough for a whole backfill.
+    erase = subprocess.Popen(
+        [sys.executable, "-c", _ERASE_WHEN_TOLD],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     up = subprocess.Popen(
         [TINYMEMORY, "up", str(folder)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
-        # Start the erasure as soon as the first batch lands: the command's own start-up takes seconds, and on a
-        # busy machine a later start can find the backfill already finished.
         _wait(lambda: _count(state, "manifest") >= 1, 60, "the backfill under way")
         ((source_id,),) = _rows(state, "SELECT id FROM sources")
-        erase = subprocess.run(
-            [TINYMEMORY, "erase", "source", str(source_id), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert erase.returncode == 0, erase.stderr
-        erasure_id, body = erase.stdout.splitlines()[:2]
+        out, err = erase.communicate(f"{source_id}\n", timeout=60)
+        assert erase.returncode == 0, err
+        erasure_id, body = out.splitlines()[:2]
         receipt = json.loads(body)
         assert receipt["id"] == erasure_id and receipt["status"] == "completed", receipt
         assert receipt["verification"]["passed"] and receipt["sources"] == [source_id]
@@ -105,6 +120,9 @@ def test_erase_a_source_while_up_is_ingesting_it(tmp_path: Path) -> None:
         assert (_count(state, "manifest"), _count(state, "sources")) == (0, 0)
         assert _rows(state, "SELECT status FROM erasures") == [("completed",)]
     finally:
+        if erase.poll() is None:
+            erase.kill()
+            erase.communicate()
         os.killpg(up.pid, signal.SIGINT)
         _, err = up.communicate(timeout=60)
     assert up.returncode == 0, err
