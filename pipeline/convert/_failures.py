@@ -41,6 +41,21 @@ _DAMAGED_INPUT_BUILTIN: tuple[type[BaseException], ...] = (
 )
 
 
+# Readers that say a document is damaged with a plain ValueError or OSError ("Could not find the body element:
+# are you sure this is a docx file?", "Could not find main document part"): from their own code, those are the
+# document's fault. The same types raised anywhere else stay the converter's.
+_REFUSING_READERS = ("mammoth",)
+
+
+def _refused_by_reader(exc: Exception) -> bool:
+    if not isinstance(exc, ValueError | OSError):
+        return False
+    tb, module = exc.__traceback__, ""
+    while tb is not None:  # the innermost frame: where it was raised
+        module, tb = str(tb.tb_frame.f_globals.get("__name__", "")), tb.tb_next
+    return module.split(".", 1)[0] in _REFUSING_READERS
+
+
 def describe(exc: BaseException) -> str:
     """`Kind: message`, one line and short, for a message that must say what went wrong without a traceback."""
     text = " ".join(str(exc).split())
@@ -53,7 +68,7 @@ def library_failure(exc: Exception, raw: RawDocument, fmt: DocumentFormat) -> Er
     """The contract error for `exc`, raised by a library while converting `raw` as `fmt`."""
     if isinstance(exc, RecursionError):
         return InvalidRequestError(f"{raw.label}: the {fmt} is nested too deeply to convert")
-    if isinstance(exc, _damaged_input_types()):
+    if isinstance(exc, _damaged_input_types()) or _refused_by_reader(exc):
         return InvalidRequestError(f"{raw.label}: unreadable {fmt} ({describe(exc)})")
     return EngineError(f"{raw.label}: converting {fmt} failed inside the converter ({describe(exc)})")
 

@@ -319,6 +319,40 @@ def test_a_library_crash_is_an_engine_error(monkeypatch: pytest.MonkeyPatch) -> 
     )
 
 
+def _docx_with_body(body: bytes | None) -> bytes:
+    """A docx whose main part is `body` (None: left out)."""
+    source = zipfile.ZipFile(io.BytesIO(docx_bytes(["text"])))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in source.namelist():
+            if name != "word/document.xml":
+                archive.writestr(name, source.read(name))
+            elif body is not None:
+                archive.writestr(name, body)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("body", "start"),
+    [
+        (None, "no-body.docx: unreadable docx (OSError: Could not find main document part"),
+        (b"<w:document xmlns:w='urn:x'/>", "no-body.docx: unreadable docx (ValueError: Could not find the body"),
+    ],
+)
+def test_a_docx_without_its_body_is_an_invalid_request(body: bytes | None, start: str) -> None:
+    error = refusal(RawDocument(_docx_with_body(body), filename="no-body.docx"))
+    assert isinstance(error, InvalidRequestError) and error.message.startswith(start), error
+
+
+def test_a_value_error_outside_the_readers_stays_an_engine_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def crash(*args: object) -> None:
+        raise ValueError("our own bug")
+
+    monkeypatch.setattr("pipeline.convert._office.run_markitdown", crash)
+    error = refusal(RawDocument(docx_bytes(["text"]), filename="ok.docx"))
+    assert isinstance(error, EngineError), error
+
+
 def test_deep_nesting_is_an_invalid_request(monkeypatch: pytest.MonkeyPatch) -> None:
     def recurse(*args: object) -> None:
         raise RecursionError("maximum recursion depth exceeded")
