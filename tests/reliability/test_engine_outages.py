@@ -107,7 +107,7 @@ async def _cortex_through_timeouts(tmp_path: Path, double: CortexDouble, url: st
     folder = tmp_path / "cortex-notes"
     write_notes(folder, CORTEX_FILES)
     settings = Settings(
-        data_dir=tmp_path / "cortex-data",  # type: ignore[arg-type]
+        data_dir=tmp_path / "cortex-data",
         convert_workers=1,
         engine="cortexdb",
         engines={"cortexdb": EngineSettings(endpoint=url)},

@@ -54,7 +54,8 @@ def github(tmp_path: Path) -> Iterator[SlowGitHub]:
     repo = GitRepo.create(tmp_path / "repo")
     repo.write_many({_path(n): f"# Page {n}\n\nThe body of page {n}, wordpage{n}x.\n" for n in range(FILES)})
     repo.commit("a repository of many small pages")
-    with SlowGitHub() as server:
+    server = SlowGitHub()
+    with server:
         server.add_repo("acme/pages", repo)
         yield server
 
