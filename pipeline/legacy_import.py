@@ -14,6 +14,8 @@ stored. Nothing is ever written to the workspace.
     legacy_sections    paging each section in key order, counting skipped rows (§5)
     legacy_checkpoint  the resume point (§9)
     legacy_workspace   `LegacyWorkspace`: items, items_from, counts (§1, §11)
+    legacy_batches     the batches a migration stores: scrubbed, placed, with their checkpoints (§10)
+    legacy_helper      the helper process that prepares batches while the engine stores (§10)
     legacy_migrate     `migrate`, `migrate_with`, `MigrationFailed` (§10)
     legacy_errors      the read failures (§8)
 
@@ -30,18 +32,29 @@ from pipeline.legacy_errors import (
     NotLegacy,
 )
 from pipeline.legacy_mapping import TAINT_TAG, Skip
-from pipeline.legacy_migrate import MigrationFailed, MigrationReport, OnBatch, migrate, migrate_with, prepared_items
+from pipeline.legacy_migrate import (
+    HELPER_FROM_ITEMS,
+    Keep,
+    MigrationFailed,
+    MigrationReport,
+    OnBatch,
+    migrate,
+    migrate_with,
+    prepared_items,
+)
 from pipeline.legacy_sections import MAX_CONTENT_FILE_BYTES, ReadStats
 from pipeline.legacy_workspace import DEFAULT_PAGE_SIZE, ImportedItem, LegacyCounts, LegacyWorkspace
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
+    "HELPER_FROM_ITEMS",
     "MAX_CONTENT_FILE_BYTES",
     "SECTIONS",
     "TAINT_TAG",
     "Checkpoint",
     "ChunkKey",
     "ImportedItem",
+    "Keep",
     "LegacyCounts",
     "LegacyImportError",
     "LegacyIoError",

@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import aclosing
 from dataclasses import dataclass
-from itertools import islice
 
 from engines.contract import (
-    MAX_STORE_MANY,
     EngineError,
     Error,
     MemoryEngine,
@@ -24,13 +23,21 @@ from engines.contract import (
     StoreReceipt,
     WireModel,
 )
-from pipeline.legacy_checkpoint import Checkpoint
+from pipeline.legacy_batches import prepared
+from pipeline.legacy_checkpoint import Checkpoint, SectionKeys
+from pipeline.legacy_helper import ReadPlan, read_batches
 from pipeline.legacy_sections import ReadStats
-from pipeline.legacy_workspace import DEFAULT_PAGE_SIZE, ImportedItem, LegacyWorkspace
-from pipeline.scrub import Policy, scrub_item
+from pipeline.legacy_workspace import DEFAULT_PAGE_SIZE, LegacyWorkspace
+from pipeline.scrub import Policy
 
 OnBatch = Callable[[Checkpoint], Awaitable[None] | None]
 """Told each committed checkpoint, after the engine acknowledged its batch; sync or async."""
+Keep = Callable[[list[StoreItem]], list[StoreItem]]
+"""Which of a batch's items to send, asked right before it is sent; it may raise to stop the migration."""
+
+HELPER_FROM_ITEMS = 5_000
+"""Workspaces of at least this many items (as `LegacyWorkspace.counts` reckons) are read by a helper process:
+below it, the process would cost more to start than it saves."""
 
 
 class MigrationReport(WireModel):
@@ -80,6 +87,8 @@ async def migrate_with(
     page_size: int = DEFAULT_PAGE_SIZE,
     stats: ReadStats | None = None,
     report: MigrationReport | None = None,
+    keep: Keep | None = None,
+    helper_from: int | None = HELPER_FROM_ITEMS,
 ) -> MigrationReport:
     """Store every item after `from_checkpoint` (None: the start) in batches of at most 100.
 
@@ -88,29 +97,42 @@ async def migrate_with(
     failures (`LegacyImportError`), after which the host resumes from the checkpoint `on_batch` last got.
 
     `stats` counts the rows read and skipped; `report`, when given, is the report this call fills in (and
-    returns), so `on_batch` can read the counts so far.
+    returns), so `on_batch` can read the counts so far. `keep`, when given, is asked which of a batch's items
+    to send right before it is sent (after the batch before was acknowledged); what it raises propagates.
 
-    The next batch is read and scrubbed while the engine stores the one before (an engine that waits on a
-    thread or the network leaves the event loop free); it is sent only once that one is acknowledged.
+    The next batch is read and scrubbed while the engine stores the one before; it is sent only once that one
+    is acknowledged. A workspace of at least `helper_from` items (None: never) is read by a helper process
+    (`pipeline.legacy_helper`) once it is up, which changes no item, checkpoint or count.
     """
     run = _Migration(engine, on_batch, from_checkpoint or Checkpoint.START, report)
-    rules = policy or Policy()
+    plan = ReadPlan(policy or Policy(), namespace, page_size)
+    helper = helper_from is not None and (helper_from <= 0 or workspace.counts().total >= helper_from)
+    batches = read_batches(workspace, run.saved, plan, stats if stats is not None else ReadStats(), helper)
     flight: _Flight | None = None
-    try:
-        for batch in _runs(workspace.items_from(run.saved, page_size, stats=stats)):
-            prepared = [_prepared(imported.item, rules, namespace) for imported in batch]
+    async with aclosing(batches):
+        try:
+            async for batch in batches:
+                if flight is not None:
+                    landed, flight = flight, None
+                    await run.settle(landed)
+                items = batch.items if keep is None else keep(batch.items)
+                flight = _Flight(_sent(engine, items), batch.keys)
+                await asyncio.sleep(0)  # let the store start before the next batch is read
+        except BaseException as err:
             if flight is not None:
-                landed, flight = flight, None
-                await run.settle(landed)
-            flight = _Flight(asyncio.ensure_future(engine.store_many(prepared)), batch[-1])
-            await asyncio.sleep(0)  # let the store start before the next batch is read
-    except BaseException as err:
-        if flight is not None:
-            await _land_after(run, flight, err)
-        raise
+                await _land_after(run, flight, err)
+            raise
     if flight is not None:
         await run.settle(flight)
     return run.report
+
+
+def _sent(engine: MemoryEngine, items: list[StoreItem]) -> asyncio.Future[list[StoreReceipt]]:
+    if items:
+        return asyncio.ensure_future(engine.store_many(items))
+    nothing: asyncio.Future[list[StoreReceipt]] = asyncio.get_running_loop().create_future()
+    nothing.set_result([])  # every item was left out: the checkpoint still moves past them
+    return nothing
 
 
 @dataclass(frozen=True)
@@ -118,7 +140,7 @@ class _Flight:
     """A batch sent to the engine and not yet acknowledged, with its last item (whose checkpoint it commits)."""
 
     receipts: asyncio.Future[list[StoreReceipt]]
-    last: ImportedItem
+    keys: SectionKeys
 
 
 class _Migration:
@@ -139,7 +161,7 @@ class _Migration:
             receipts = await flight.receipts
         except Error as err:
             raise MigrationFailed.stopped_at(self.saved, err) from err
-        self.saved = flight.last.checkpoint
+        self.saved = Checkpoint.of_keys(flight.keys)
         replayed = sum(1 for receipt in receipts if receipt.replayed)
         self.report.stored += len(receipts) - replayed
         self.report.replayed += replayed
@@ -164,19 +186,7 @@ def prepared_items(
 ) -> Iterator[StoreItem]:
     """Every item exactly as `migrate` stores it (scrubbed, under `namespace`), for hosts that compare."""
     rules = policy or Policy()
-    return (_prepared(imported.item, rules, namespace) for imported in workspace.items())
-
-
-def _prepared(item: StoreItem, policy: Policy, namespace: Namespace) -> StoreItem:
-    clean = scrub_item(item, policy).value
-    if namespace.is_root:
-        return clean
-    return clean.model_copy(update={"meta": clean.meta.model_copy(update={"namespace": namespace})})
-
-
-def _runs(items: Iterator[ImportedItem]) -> Iterator[list[ImportedItem]]:
-    while run := list(islice(items, MAX_STORE_MANY)):
-        yield run
+    return (prepared(imported.item, rules, namespace) for imported in workspace.items())
 
 
 def _ignore(_: Checkpoint) -> None:
