@@ -80,7 +80,7 @@ async def run_import(settings: Settings, request: LegacyImportRequest, as_json: 
     from engines.contract import Error
     from pipeline.legacy_import import MigrationFailed
     from worker.jobs.legacy import LegacyImports, LegacyImportSettings, import_legacy
-    from worker.services import close_engine, open_engine
+    from worker.services import close_engine, open_engine, open_state
     from worker.tuning import collect_less
 
     collect_less()
@@ -89,12 +89,16 @@ async def run_import(settings: Settings, request: LegacyImportRequest, as_json: 
     progress = BarProgress(quiet=as_json)
     try:
         engine = open_engine(settings.model_copy(update={"engine": engine_id}))
+        state = open_state(settings)
         try:
             job = LegacyImportSettings(store_attempts=settings.store_attempts)
             records = LegacyImports(settings.data_dir)
-            record = await import_legacy(request, engine, engine_id, records, settings=job, progress=progress)
+            record = await import_legacy(
+                request, engine, engine_id, records, settings=job, progress=progress, erasures=state
+            )
         finally:
             progress.close()
+            state.close()
             close_engine(engine)
     except MigrationFailed as err:
         _console().print(f"[red]error:[/] {_escape(err.message)}\nrun the same command again to resume")

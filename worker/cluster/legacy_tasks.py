@@ -29,7 +29,7 @@ from worker.jobs.legacy import (
     import_id,
     import_legacy,
 )
-from worker.services import close_engine, open_engine
+from worker.services import close_engine, open_engine, open_state
 from worker.settings import Settings
 
 if TYPE_CHECKING:
@@ -87,8 +87,8 @@ def run_slice(task: Task[Any, None], request: LegacyImportRequest) -> None:
     started = time.monotonic()
     try:
         record = asyncio.run(_import(settings, request, records))
-    except ConflictError as err:
-        logger.info("legacy import slice dropped: %s", err.message)
+    except ConflictError as err:  # another run holds the import (it goes on), or what it imports into was erased
+        logger.info("legacy import slice stopped: %s", err.message)
         return
     except Exception as err:
         # Celery raises the soft time limit wherever the slice is, and code on the way may wrap it (a
@@ -149,13 +149,19 @@ def _held(records: LegacyImports, request: LegacyImportRequest) -> LegacyImportR
 
 async def _import(settings: Settings, request: LegacyImportRequest, records: LegacyImports) -> LegacyImportRecord:
     engine_id = request.engine or settings.engine
-    engine = open_engine(settings.model_copy(update={"engine": engine_id}))
+    state = open_state(settings)  # its tombstones: what was erased is not imported again
     try:
-        deadline = time.monotonic() + settings.task_soft_limit_s * SLICE_OF_SOFT_LIMIT
-        job = LegacyImportSettings(store_attempts=settings.task_store_attempts)
-        return await import_legacy(request, engine, engine_id, records, settings=job, deadline=deadline)
+        engine = open_engine(settings.model_copy(update={"engine": engine_id}))
+        try:
+            deadline = time.monotonic() + settings.task_soft_limit_s * SLICE_OF_SOFT_LIMIT
+            job = LegacyImportSettings(store_attempts=settings.task_store_attempts)
+            return await import_legacy(
+                request, engine, engine_id, records, settings=job, deadline=deadline, erasures=state
+            )
+        finally:
+            close_engine(engine)
     finally:
-        close_engine(engine)
+        state.close()
 
 
 def _send(app: Celery, request: LegacyImportRequest) -> None:

@@ -7,6 +7,11 @@ ids are fingerprints its items come back as replays. A process that dies mid-imp
 last batch, and an exclusive lock on the record (released by the OS with the process) keeps two runs of one
 import apart. The command line runs the job here; a `tm.backfill` task (`worker.cluster.legacy_tasks`) runs
 it in slices on the workers.
+
+What was erased stays erased, as for every other ingest job: given the state's tombstones, the import reads
+those over where it stores when it starts and again right before each batch is sent. An erasure of every
+kind there refuses the import (`ConflictError`, the record `failed`); items of an erased kind are left out
+and counted with the skipped rows.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,6 +39,7 @@ from engines.contract import (
     MemoryEngine,
     Namespace,
     NotFoundError,
+    StoreItem,
     UnavailableError,
 )
 from pipeline.legacy_import import (
@@ -48,6 +55,7 @@ from pipeline.legacy_import import (
     migrate_with,
 )
 from pipeline.scrub import Policy
+from worker.erasures import Tombstone, scopes_over
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +210,12 @@ class ImportProgress(Protocol):
     def advanced(self, record: LegacyImportRecord) -> None: ...
 
 
+class Erasures(Protocol):
+    """Where the tombstones are (the state store): an import never re-fills what an erasure erased."""
+
+    def tombstones(self, scopes: Iterable[str]) -> list[Tombstone]: ...
+
+
 class _Silent:
     def started(self, record: LegacyImportRecord) -> None:
         """Nobody is listening."""
@@ -234,12 +248,15 @@ async def import_legacy(
     settings: LegacyImportSettings | None = None,
     progress: ImportProgress | None = None,
     deadline: float | None = None,
+    erasures: Erasures | None = None,
 ) -> LegacyImportRecord:
     """Import the workspace (or resume it), saving the record after every batch; return the final record.
 
     With `deadline` (a `time.monotonic()` instant) the run stops after the first batch past it, as
     `paused`, and a later run goes on from there. A workspace that cannot be opened or read, or an engine
-    that keeps failing, leaves the record `failed` and raises a contract error naming the cause.
+    that keeps failing, leaves the record `failed` and raises a contract error naming the cause. `erasures`
+    is the state whose tombstones the import keeps to; every host passes its own (None: nothing was erased,
+    as in a benchmark's fresh engine).
     """
     node = request.node()
     workspace = canonical_workspace(request.path)
@@ -247,7 +264,7 @@ async def import_legacy(
     with records.claim(record_id):
         held = records.get(record_id)
         record = _starting(held, request, record_id, str(workspace), engine_id, str(node))
-        job = _Job(records, record, progress or _Silent(), deadline)
+        job = _Job(records, record, progress or _Silent(), deadline, _Guard(erasures, node))
         try:
             with _opened(workspace) as opened:
                 await job.run(opened, engine, node, settings or LegacyImportSettings())
@@ -280,25 +297,33 @@ class _Job:
     """One run of an import: its record so far, kept in step with the engine's acknowledgements."""
 
     def __init__(
-        self, records: LegacyImports, record: LegacyImportRecord, progress: ImportProgress, deadline: float | None
+        self,
+        records: LegacyImports,
+        record: LegacyImportRecord,
+        progress: ImportProgress,
+        deadline: float | None,
+        guard: _Guard,
     ) -> None:
         self.records = records
         self.record = record
         self.progress = progress
         self.deadline = deadline
+        self.guard = guard
         self.stats = ReadStats()
+        self.erased: Counter[str] = Counter()
         self.base = record.model_copy()
 
     async def run(
         self, workspace: LegacyWorkspace, engine: MemoryEngine, node: Namespace, settings: LegacyImportSettings
     ) -> None:
+        self.guard.refuse_if_erased()
         counts = await asyncio.to_thread(workspace.counts)
         self._save(status="running", planned=counts.total, runs=self.record.runs + 1, error=None, finished_at=None)
         self.progress.started(self.record)
         attempt = 1
         while True:
             # Each attempt counts from the record as it stands, with rows counted afresh.
-            self.base, self.stats = self.record.model_copy(), ReadStats()
+            self.base, self.stats, self.erased = self.record.model_copy(), ReadStats(), Counter()
             report = MigrationReport()
             try:
                 await migrate_with(
@@ -310,6 +335,7 @@ class _Job:
                     namespace=node,
                     stats=self.stats,
                     report=report,
+                    keep=self.guard.kept,
                 )
                 return
             except MigrationFailed as failed:
@@ -326,13 +352,14 @@ class _Job:
     def _on_batch(self, report: MigrationReport) -> Callable[[Checkpoint], None]:
         def committed(checkpoint: Checkpoint) -> None:
             base = self.base
+            self.erased.update(self.guard.take_left_out())  # the batch is acknowledged: count what it left out
             self._save(
                 checkpoint=checkpoint,
                 stored=base.stored + report.stored,
                 replayed=base.replayed + report.replayed,
                 batches=base.batches + report.batches,
                 rows_read=base.rows_read + self.stats.rows,
-                skipped=_skipped(base.skipped, self.stats),
+                skipped=_skipped(base.skipped, self.stats, self.erased),
             )
             self.progress.advanced(self.record)
             if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -342,7 +369,7 @@ class _Job:
 
     def finish(self, status: ImportStatus, error: str | None = None) -> LegacyImportRecord:
         finished = datetime.now(UTC) if status in ("completed", "failed") else None
-        rows, skipped = self.base.rows_read + self.stats.rows, _skipped(self.base.skipped, self.stats)
+        rows, skipped = self.base.rows_read + self.stats.rows, _skipped(self.base.skipped, self.stats, self.erased)
         self._save(status=status, error=error, finished_at=finished, rows_read=rows, skipped=skipped)
         return self.record
 
@@ -350,12 +377,59 @@ class _Job:
         self.record = self.records.put(self.record.model_copy(update=changes))
 
 
-def _skipped(before: dict[str, int], stats: ReadStats) -> dict[str, int]:
-    counted = dict(before)
-    for (section, reason), count in stats.skipped.items():
-        label = f"{section}: {reason}"
-        counted[label] = counted.get(label, 0) + count
-    return counted
+def _skipped(before: dict[str, int], stats: ReadStats, erased: Counter[str]) -> dict[str, int]:
+    counted = Counter(before)
+    counted.update({f"{section}: {reason}": count for (section, reason), count in stats.skipped.items()})
+    counted.update(erased)
+    return dict(counted)
+
+
+class _Guard:
+    """The tombstones over where an import stores, read before it starts and before each batch is sent."""
+
+    def __init__(self, erasures: Erasures | None, node: Namespace) -> None:
+        self.erasures = erasures
+        self.node = node
+        self.left_out: Counter[str] = Counter()
+
+    def refuse_if_erased(self) -> None:
+        """`ConflictError` when an erasure of every kind covers the import's namespace."""
+        self._refuse_whole(self._tombstones([self.node]))
+
+    def kept(self, items: list[StoreItem]) -> list[StoreItem]:
+        """`items` less those an erasure covers, which are counted (`take_left_out`); `ConflictError` when one
+        of every kind covers them all, as it now forbids the whole import."""
+        self.left_out = Counter()
+        tombstones = self._tombstones(list({item.meta.namespace for item in items}))
+        if not tombstones:
+            return items
+        self._refuse_whole(tombstones)
+        kept = []
+        for item in items:
+            scopes = set(scopes_over(None, [item.meta.namespace]))
+            erased = next((t for t in tombstones if t.scope in scopes and t.covers(item.item_kind)), None)
+            if erased is None:
+                kept.append(item)
+            else:
+                self.left_out[f"{item.item_kind} items: erased (erasure {erased.erasure_id})"] += 1
+        return kept
+
+    def take_left_out(self) -> Counter[str]:
+        """What the last `kept` left out, once (its batch was acknowledged)."""
+        left_out, self.left_out = self.left_out, Counter()
+        return left_out
+
+    def _tombstones(self, namespaces: list[Namespace]) -> list[Tombstone]:
+        return [] if self.erasures is None else self.erasures.tombstones(scopes_over(None, namespaces))
+
+    def _refuse_whole(self, tombstones: list[Tombstone]) -> None:
+        erased = next((t for t in tombstones if t.whole and t.scope in set(scopes_over(None, [self.node]))), None)
+        if erased is not None:
+            raise ConflictError(
+                f"cannot import into {self.node}: it was erased (erasure {erased.erasure_id}, `tinymemory erase "
+                f"status {erased.erasure_id}`); what an erasure covers stays erased, so import under another "
+                "namespace (--namespace)"
+            )
 
 
 @contextmanager
