@@ -110,11 +110,12 @@ class HelperFailed(Exception):  # noqa: N818 - a signal to read in place, never 
 
 
 async def read_batches(
-    workspace: LegacyWorkspace, after: Checkpoint, plan: ReadPlan, stats: ReadStats, helper: bool
+    workspace: LegacyWorkspace, after: Checkpoint, plan: ReadPlan, stats: ReadStats, helper: HelperProcess | None
 ) -> AsyncGenerator[Batch, None]:
-    """Every batch after `after`, in order, counting rows into `stats`: read in place, and with `helper` by a
-    helper process once it is up. Close it (`contextlib.aclosing`) to stop the helper early."""
-    process = HelperProcess.start(_Job(str(workspace.path), plan, gc.get_threshold())) if helper else None
+    """Every batch after `after`, in order, counting rows into `stats`: read in place, then by `helper` (started
+    for this `workspace` and `plan`) once it is up. It closes the helper; close it (`contextlib.aclosing`) to
+    stop the helper early."""
+    process = helper
     keys = after.keys()
     try:
         while True:
@@ -157,8 +158,9 @@ class HelperProcess:
         self._closed = False
 
     @classmethod
-    def start(cls, job: _Job) -> HelperProcess | None:
-        """A helper starting on `job`, or None (logged) when no process can be started here."""
+    def start(cls, workspace: LegacyWorkspace, plan: ReadPlan) -> HelperProcess | None:
+        """A helper starting to read `workspace` as `plan` says, or None (logged) when no process can start."""
+        job = _Job(str(workspace.path), plan, gc.get_threshold())
         ours, theirs = socket.socketpair()
         fd = theirs.fileno()
         try:
@@ -178,6 +180,10 @@ class HelperProcess:
             helper.close()
             return None
         return helper
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
 
     def ready(self) -> bool:
         """Whether the helper is up; never waits. One that failed to start never is (and is closed)."""

@@ -25,7 +25,7 @@ from engines.contract import (
 )
 from pipeline.legacy_batches import prepared
 from pipeline.legacy_checkpoint import Checkpoint, SectionKeys
-from pipeline.legacy_helper import ReadPlan, read_batches
+from pipeline.legacy_helper import HelperProcess, ReadPlan, read_batches
 from pipeline.legacy_sections import ReadStats
 from pipeline.legacy_workspace import DEFAULT_PAGE_SIZE, LegacyWorkspace
 from pipeline.scrub import Policy
@@ -106,11 +106,12 @@ async def migrate_with(
     """
     run = _Migration(engine, on_batch, from_checkpoint or Checkpoint.START, report)
     plan = ReadPlan(policy or Policy(), namespace, page_size)
-    helper = helper_from is not None and (helper_from <= 0 or workspace.counts().total >= helper_from)
+    helped = helper_from is not None and (helper_from <= 0 or workspace.counts().total >= helper_from)
+    helper = HelperProcess.start(workspace, plan) if helped else None
     batches = read_batches(workspace, run.saved, plan, stats if stats is not None else ReadStats(), helper)
     flight: _Flight | None = None
-    async with aclosing(batches):
-        try:
+    try:
+        async with aclosing(batches):  # which stops the helper, before a batch in flight is landed
             async for batch in batches:
                 if flight is not None:
                     landed, flight = flight, None
@@ -118,10 +119,13 @@ async def migrate_with(
                 items = batch.items if keep is None else keep(batch.items)
                 flight = _Flight(_sent(engine, items), batch.keys)
                 await asyncio.sleep(0)  # let the store start before the next batch is read
-        except BaseException as err:
-            if flight is not None:
-                await _land_after(run, flight, err)
-            raise
+    except BaseException as err:
+        if flight is not None:
+            await _land_after(run, flight, err)
+        raise
+    finally:
+        if helper is not None:
+            helper.close()  # had the batches never been asked for, their generator would not have
     if flight is not None:
         await run.settle(flight)
     return run.report

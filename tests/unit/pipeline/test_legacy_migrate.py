@@ -286,3 +286,40 @@ def test_documents_kept_are_documents(tmp_path: Path) -> None:
     with LegacyWorkspace.open(sample_workspace(tmp_path / "ws").root) as opened:
         first = next(opened.items())
     assert isinstance(first.item, Document)
+
+
+async def test_keep_leaves_items_out_and_the_checkpoint_still_moves_past_them(big: V1Workspace) -> None:
+    engine = ReferenceEngine()
+    asked: list[int] = []
+
+    def documents_only(items: list[Item]) -> list[Item]:
+        asked.append(len(items))
+        return [item for item in items if isinstance(item, Document)]
+
+    with LegacyWorkspace.open(big.root) as opened:
+        every = list(prepared_items(opened))
+        expected: list[Item] = [item for item in every if isinstance(item, Document)]
+        report = await migrate_with(engine, opened, None, lambda _: None, keep=documents_only)
+        assert report.checkpoint == list(opened.items())[-1].checkpoint
+        # A batch with nothing left to send moves the checkpoint without calling the engine.
+        nothing = await migrate_with(Untouchable(ReferenceEngine()), opened, None, lambda _: None, keep=lambda _: [])
+    assert sum(asked) == len(every) and report.batches == -(-len(every) // 100)
+    assert report.stored == len(expected) < len(every)
+    assert sorted((await held(engine)).values()) == sorted(wire(expected))
+    assert (nothing.stored, nothing.batches, nothing.checkpoint) == (0, report.batches, report.checkpoint)
+
+
+async def test_what_keep_raises_stops_the_migration_once_the_batch_before_is_stored(big: V1Workspace) -> None:
+    engine = ReferenceEngine()
+    saved: list[Checkpoint] = []
+
+    def refuse_the_third(items: list[Item]) -> list[Item]:
+        if len(saved) == 2:
+            raise RuntimeError("erased meanwhile")
+        return items
+
+    with LegacyWorkspace.open(big.root) as opened:
+        with pytest.raises(RuntimeError, match="erased meanwhile"):
+            await migrate_with(engine, opened, None, saved.append, keep=refuse_the_third)
+        assert saved[-1] == list(opened.items())[199].checkpoint
+    assert len(await held(engine)) == 200
