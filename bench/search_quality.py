@@ -10,8 +10,10 @@ Collections (read from ../shared/corpus, never shipped or committed):
   ("Package manager for Debian-based distributions."), the document is the page without its name
   and description (its examples only), and the one relevant document is that page. 2 x 500 pages
   (a seeded sample of those whose description is unique), in two disjoint halves.
-Each collection's "dev, tuned" half is what the fusion weights were chosen on (`--tune` prints the
-grid, scored on both dev halves together); the "held-out" halves are the figures to quote.
+Each collection's "dev, tuned" half is what the fusion weights were chosen on (`--tune` reads the
+dev queries in hybrid mode again with each fusion of a grid, vector share by feedback, on the
+engine itself, and prints the best, scored on both dev halves together); the "held-out" halves are
+the figures to quote.
 
 The anchor, in the same run on the same texts: rank_bm25's BM25Okapi with Porter stemming
 (PyStemmer) and the same stop words. Figures are scored with the collection's own `evaluate.py`

@@ -44,10 +44,13 @@ class Fusion:
 
 
 SEMANTIC = Fusion(vector=0.6, feedback_items=3, feedback_weight=1.0)
-"""For embedders that measure meaning (the static model, sentence models, endpoints)."""
+"""For embedders that measure meaning (the static model, sentence models, endpoints). With the static
+embedder on the development queries: nDCG@10 0.3713 / 0.5891 (NFCorpus / tldr), keyword alone
+0.3533 / 0.5585, weighted reciprocal rank fusion (vector 0.4, k 5) 0.3534 / 0.5781."""
 
-LEXICAL = Fusion(vector=0.3, feedback_items=0, feedback_weight=0.0)
-"""For embedders that measure word overlap (hashed n-grams), whose ranking mostly repeats keyword's."""
+LEXICAL = Fusion(vector=0.2, feedback_items=3, feedback_weight=1.5)
+"""For embedders that measure word overlap (hashed n-grams), whose ranking mostly repeats keyword's:
+0.3665 / 0.5742 on the same queries (reciprocal rank fusion, vector 0.2, k 5: 0.3535 / 0.5654)."""
 
 RRF_K = 60
 """Reciprocal rank fusion's rank offset, for merging rankings of equal standing (`fuse_ranks`)."""
