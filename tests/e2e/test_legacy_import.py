@@ -1,6 +1,7 @@
 """`tinymemory import-legacy` end to end, as a process: killed mid-import (SIGKILL) then run again, it ends
 with exactly the items of an uninterrupted import; run once more it is all replays; and the workspace,
-made read-only, is never written."""
+made read-only, is never written. The same kill while a helper process reads the workspace leaves no helper
+behind and resumes as exactly."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 
 from engines.contract import ListRequest, MetaFilter
 from engines.local import LocalEngine
+from pipeline.legacy_import import LegacyWorkspace, prepared_items
 from tests.fixtures.legacy_workspace import freeze, generated_workspace, sample_workspace, snapshot
 from worker.cli.legacy import add_legacy_commands
 
@@ -34,6 +36,34 @@ from worker.cli.legacy import add_legacy_commands
 if not any(command.name == "import-legacy" for command in app.registered_commands):
     add_legacy_commands(app)
 app()
+"""
+
+
+# The import job as the command runs it, with a helper process at any size, into an engine slowed to 0.1 s a batch
+# so that the kill comes once the helper reads (it starts within a fraction of a second).
+HELPED = """
+import asyncio, sys
+from pathlib import Path
+from engines.local import LocalEngine
+from pipeline.legacy_import import LegacyWorkspace, prepared_items
+from tests.conformance.delegating import DelegatingEngine
+from worker.jobs.legacy import LegacyImportRequest, LegacyImports, LegacyImportSettings, import_legacy
+
+class Slow(DelegatingEngine):
+    async def store_many(self, items):
+        await asyncio.sleep(0.1)
+        return await self.inner.store_many(items)
+
+async def main(workspace, data):
+    engine = LocalEngine(data / "memory.sqlite3")
+    try:
+        request = LegacyImportRequest(path=workspace)
+        settings = LegacyImportSettings(helper_from=0)
+        await import_legacy(request, Slow(engine), "local", LegacyImports(data), settings=settings)
+    finally:
+        engine.close()
+
+asyncio.run(main(sys.argv[1], Path(sys.argv[2])))
 """
 
 
@@ -139,6 +169,53 @@ def test_killed_mid_import_then_resumed_holds_exactly_the_items_of_an_uninterrup
     assert held(data) == expected
 
     assert snapshot(ws) == frozen
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            parent = int(entry.joinpath("stat").read_text().rsplit(")", 1)[1].split()[1]) if entry.name.isdigit() else 0
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+        if parent == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_killed_while_a_helper_process_reads_leaves_no_helper_and_resumes_exactly(tmp_path: Path) -> None:
+    ws = generated_workspace(tmp_path / "v1", ROWS)  # 18 batches: the helper reads from about the eighth
+    with LegacyWorkspace.open(ws.root) as opened:
+        expected = {item.fingerprint(): item.wire_json() for item in prepared_items(opened)}
+
+    data = tmp_path / "killed"
+    child = subprocess.Popen([sys.executable, "-c", HELPED, str(ws.root), str(data)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while child.poll() is None and batches_saved(data) < 12 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    helpers = children(child.pid)
+    child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=30)
+    assert helpers, "no helper process was running"
+    deadline = time.monotonic() + 30
+    while not all(gone(pid) for pid in helpers):
+        assert time.monotonic() < deadline, "the helper process outlived the killed import"
+        time.sleep(0.01)
+    path = record_file(data)
+    assert path is not None and json.loads(path.read_text())["status"] == "running"
+
+    resumed = import_here(ws.root, data)
+    assert resumed["status"] == "completed" and resumed["runs"] == 2
+    assert 0 <= len(expected) - resumed["stored"] <= resumed["replayed"] <= 100
+    assert held(data) == expected
 
 
 def test_restart_ignores_the_checkpoint(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from engines.contract import (
     UnavailableError,
 )
 from pipeline.legacy_import import (
+    HELPER_FROM_ITEMS,
     Checkpoint,
     LegacyImportError,
     LegacyIoError,
@@ -226,13 +227,15 @@ class _Silent:
 
 @dataclass(frozen=True)
 class LegacyImportSettings:
-    """How the job stores: the scrub policy, and how often (and how patiently) an unavailable engine is
-    tried again before the import stops, resumable."""
+    """How the job stores: the scrub policy, how often (and how patiently) an unavailable engine is tried
+    again before the import stops, resumable, and from how many items a helper process reads the workspace
+    (`pipeline.legacy_import.migrate_with`; None: never)."""
 
     policy: Policy = field(default_factory=Policy)
     store_attempts: int = 5
     backoff_s: float = 0.5
     backoff_max_s: float = 30.0
+    helper_from: int | None = HELPER_FROM_ITEMS
 
 
 class _TimeIsUp(Exception):  # noqa: N818 - a signal, not an error
@@ -336,6 +339,7 @@ class _Job:
                     stats=self.stats,
                     report=report,
                     keep=self.guard.kept,
+                    helper_from=settings.helper_from,
                 )
                 return
             except MigrationFailed as failed:
