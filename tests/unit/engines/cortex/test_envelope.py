@@ -10,6 +10,7 @@ import pytest
 from engines.contract import (
     Conversation,
     Document,
+    Item,
     Learning,
     LearningKind,
     MemoryMeta,
@@ -220,7 +221,7 @@ def test_the_bytes_sent_are_the_canonical_body_with_its_key() -> None:
         ],
         meta=MemoryMeta(observed_at=AT),
     )
-    items = [
+    items: list[Item] = [
         _worked_learning(),
         Learning(text=awkward, kind=LearningKind.FACT, confidence=0.1, evidence=awkward, meta=meta),
         Learning(text="v2: too many parts", kind=LearningKind.FACT, confidence=0.5, evidence="e\n" * 10_000),
