@@ -9,11 +9,12 @@ batch over pickled, with the rows it counted; the migration only unpickles, stor
 builds the very items the helper made (ids are the same bytes), without validating them again: the helper runs
 only this project's code, over the workspace.
 
-The helper only ever saves time. The migration reads in place while it starts, so a migration never waits for
-it; and when it fails (it dies, sends something unreadable, or its reading raises), the migration reads in place
-again from the last batch it handed over, which raises a read failure just as reading in place would have. It
-prepares a batch only once the migration has taken the one before, and it stops when its pipe closes (the
-migration ended, or was killed).
+The helper changes where the work runs, nothing else. The migration reads in place while it starts, so it
+never waits for it; and when it fails (it dies, sends something unreadable, or its reading raises), the
+migration reads in place again from the last batch it handed over, which raises a read failure just as reading
+in place would have. It is at most `AHEAD` batches ahead of the migration, and it stops when its socket closes
+(the migration ended, or was killed). It costs CPU of its own (starting, about 0.3 s; pickling both ways, about
+15 µs an item), which a machine with no idle core pays out of the migration's time.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -182,16 +183,16 @@ def test_migration_failed_pickles_with_its_checkpoint() -> None:
     assert (type(copy), copy.message, copy.checkpoint) == (MigrationFailed, failed.message, Checkpoint(profile="f1"))
 
 
-class ClosingAfterFirstBatch(DelegatingEngine):
-    """Closes the workspace once the first batch is stored, so the next page read fails."""
+class AfterStoring(DelegatingEngine):
+    """Runs `then` after each batch is stored (closing the workspace, say, so the next page read fails)."""
 
-    def __init__(self, inner: MemoryEngine, workspace: LegacyWorkspace) -> None:
+    def __init__(self, inner: MemoryEngine, then: Callable[[], object]) -> None:
         super().__init__(inner)
-        self.workspace = workspace
+        self.then = then
 
     async def store_many(self, items: list[Item]) -> list[StoreReceipt]:
         receipts = await self.inner.store_many(items)
-        self.workspace.close()
+        self.then()
         return receipts
 
 
@@ -200,7 +201,7 @@ async def test_a_read_failure_propagates_and_leaves_what_was_stored(big: V1Works
     saved: list[Checkpoint] = []
     opened = LegacyWorkspace.open(big.root)
     with pytest.raises(LegacySqliteError):
-        await migrate_with(ClosingAfterFirstBatch(inner, opened), opened, None, saved.append)
+        await migrate_with(AfterStoring(inner, opened.close), opened, None, saved.append)
     # The failure comes at the next page read: every batch before it is stored and was checkpointed.
     assert saved and len(await held(inner)) == 100 * len(saved)
     with LegacyWorkspace.open(big.root) as reopened:

@@ -18,12 +18,11 @@ from engines.contract import (
     MetaFilter,
     Namespace,
     Reach,
-    StoreReceipt,
 )
 from engines.reference import ReferenceEngine
 from pipeline.legacy_import import LegacyWorkspace, prepared_items
-from tests.conformance.delegating import DelegatingEngine
 from tests.fixtures.legacy_workspace import V1Workspace, generated_workspace
+from tests.unit.pipeline.test_legacy_migrate import AfterStoring
 from worker.erasures import Tombstone, namespace_scope
 from worker.jobs.legacy import LegacyImportRequest, LegacyImports, import_legacy
 from worker.state.sqlite import SqliteStateStore
@@ -89,19 +88,6 @@ async def test_an_erased_kind_is_left_out_and_counted(ws: V1Workspace, state: Sq
     assert len(stored) == record.stored and not any(isinstance(item, Conversation) for item in stored)
 
 
-class ErasingAfterFirstBatch(DelegatingEngine):
-    """Writes the tombstone once the first batch is stored: the erasure begins while the import runs."""
-
-    def __init__(self, inner: MemoryEngine, state: SqliteStateStore) -> None:
-        super().__init__(inner)
-        self.state = state
-
-    async def store_many(self, items: list[Item]) -> list[StoreReceipt]:
-        receipts = await self.inner.store_many(items)
-        self.state.put_tombstone(erased(TEAM))
-        return receipts
-
-
 async def test_an_erasure_that_begins_mid_import_stops_it_before_the_next_batch(
     ws: V1Workspace, state: SqliteStateStore, tmp_path: Path
 ) -> None:
@@ -109,7 +95,9 @@ async def test_an_erasure_that_begins_mid_import_stops_it_before_the_next_batch(
     records = LegacyImports(tmp_path)
     request = LegacyImportRequest(path=str(ws.root), namespace=str(TEAM))
     with pytest.raises(ConflictError, match="it was erased"):
-        await import_legacy(request, ErasingAfterFirstBatch(inner, state), "ref", records, erasures=state)
+        # The tombstone is written once the first batch is stored: the erasure begins while the import runs.
+        erasing = AfterStoring(inner, lambda: state.put_tombstone(erased(TEAM)))
+        await import_legacy(request, erasing, "ref", records, erasures=state)
     [record] = records.all()
     assert (record.status, record.stored, record.batches) == ("failed", 100, 1)
     assert len(await held(inner, TEAM)) == 100  # the erasure, which runs on, erases these
