@@ -20,7 +20,8 @@ The anchor, in the same run on the same texts: rank_bm25's BM25Okapi with Porter
 (trec_eval's formulas). Index time is the time to store every document (keyword-searchable at once),
 then until the backlog has embedded them all. Query latency is fetch with limit 10.
 Targets: hybrid nDCG@10 >= the anchor + 0.03 with the default embedder; keyword >= the anchor;
-hybrid >= the better of keyword and vector on every collection.
+hybrid >= the better of keyword and vector on every collection. Each difference is printed with its
+standard error over the queries (paired, query by query).
 """
 
 from __future__ import annotations
@@ -137,6 +138,16 @@ def score(evaluate: ModuleType, run: Run, qrels: Qrels, ids: list[str]) -> tuple
     ndcg = [evaluate.ndcg_at(run.get(q, []), qrels[q], 10) for q in ids]
     recall = [evaluate.recall_at(run.get(q, []), qrels[q], 100) for q in ids]
     return statistics.fmean(ndcg), statistics.fmean(recall)
+
+
+def paired(evaluate: ModuleType, run: Run, other: Run, qrels: Qrels, ids: list[str]) -> str:
+    """The mean difference of nDCG@10, query by query, and its standard error: a difference within
+    about two standard errors could be chance (which queries were drawn), not a better ranking."""
+    differences = [
+        evaluate.ndcg_at(run.get(q, []), qrels[q], 10) - evaluate.ndcg_at(other.get(q, []), qrels[q], 10) for q in ids
+    ]
+    error = statistics.stdev(differences) / len(differences) ** 0.5 if len(differences) > 1 else 0.0
+    return f"{statistics.fmean(differences):+.4f} ± {error:.4f}"
 
 
 def anchor_run(collection: Collection, k1: float = 1.5) -> Run:
@@ -256,11 +267,13 @@ def report(
         print(f"    {split:11s} ({len(ids)} queries) nDCG@10/Recall@100: {line}  {anchor_line}")
         ndcg = {f"{mode}_ndcg": n for mode, (n, _) in figures.items()}
         emit("quality", embedder=embedder, collection=collection.name, split=split, anchor_ndcg=anchor_ndcg, **ndcg)
-        hybrid, best = figures["hybrid"][0], max(figures["keyword"][0], figures["vector"][0])
+        best = max(("keyword", "vector"), key=lambda mode: figures[mode][0])
+        qrels, runs = collection.qrels, measured.runs
         print(
-            f"      hybrid - anchor {hybrid - anchor_ndcg:+.4f} (target >= +{TARGET_OVER_ANCHOR}), "
-            f"keyword - anchor {figures['keyword'][0] - anchor_ndcg:+.4f} (target >= 0), "
-            f"hybrid - best single mode {hybrid - best:+.4f} (target >= 0)"
+            f"      hybrid - anchor {paired(evaluate, runs['hybrid'], anchor, qrels, ids)} "
+            f"(target >= +{TARGET_OVER_ANCHOR}), "
+            f"keyword - anchor {paired(evaluate, runs['keyword'], anchor, qrels, ids)} (target >= 0), "
+            f"hybrid - best single mode {paired(evaluate, runs['hybrid'], runs[best], qrels, ids)} (target >= 0)"
         )
     latency = "  ".join(
         f"{mode} p50 {statistics.median(times):.1f} p95 {p(times, 95):.1f} ms"
