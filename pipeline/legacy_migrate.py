@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -38,6 +39,10 @@ Keep = Callable[[list[StoreItem]], list[StoreItem]]
 HELPER_FROM_ITEMS = 5_000
 """Workspaces of at least this many items (as `LegacyWorkspace.counts` reckons) are read by a helper process:
 below it, the process would cost more to start than it saves."""
+HELPER_MIN_CPUS = 3
+"""The CPUs a helper process needs by default: one for the store's Python, one for the local engine's SQLite,
+one for itself. With fewer it only adds its own costs (on two shared virtual CPUs, bench/legacy_import.py
+measured the import at 0.51 to 0.57 of `store_many` alone with it, 0.62 to 0.65 without)."""
 
 
 class MigrationReport(WireModel):
@@ -101,13 +106,13 @@ async def migrate_with(
     to send right before it is sent (after the batch before was acknowledged); what it raises propagates.
 
     The next batch is read and scrubbed while the engine stores the one before; it is sent only once that one
-    is acknowledged. A workspace of at least `helper_from` items (None: never) is read by a helper process
-    (`pipeline.legacy_helper`) once it is up, which changes no item, checkpoint or count.
+    is acknowledged. A workspace of at least `helper_from` items (None: never; 0: always, whatever the CPUs) is
+    read by a helper process (`pipeline.legacy_helper`) once it is up, on a machine of `HELPER_MIN_CPUS`; which
+    changes no item, checkpoint or count.
     """
     run = _Migration(engine, on_batch, from_checkpoint or Checkpoint.START, report)
     plan = ReadPlan(policy or Policy(), namespace, page_size)
-    helped = helper_from is not None and (helper_from <= 0 or workspace.counts().total >= helper_from)
-    helper = HelperProcess.start(workspace, plan) if helped else None
+    helper = HelperProcess.start(workspace, plan) if _helped(workspace, helper_from) else None
     batches = read_batches(workspace, run.saved, plan, stats if stats is not None else ReadStats(), helper)
     flight: _Flight | None = None
     try:
@@ -129,6 +134,12 @@ async def migrate_with(
     if flight is not None:
         await run.settle(flight)
     return run.report
+
+
+def _helped(workspace: LegacyWorkspace, helper_from: int | None) -> bool:
+    if helper_from is None or helper_from <= 0:
+        return helper_from is not None
+    return len(os.sched_getaffinity(0)) >= HELPER_MIN_CPUS and workspace.counts().total >= helper_from
 
 
 def _sent(engine: MemoryEngine, items: list[StoreItem]) -> asyncio.Future[list[StoreReceipt]]:
