@@ -8,10 +8,9 @@ last batch, and an exclusive lock on the record (released by the OS with the pro
 import apart. The command line runs the job here; a `tm.backfill` task (`worker.cluster.legacy_tasks`) runs
 it in slices on the workers.
 
-What was erased stays erased, as for every other ingest job: given the state's tombstones, the import reads
-those over where it stores when it starts and again right before each batch is sent. An erasure of every
-kind there refuses the import (`ConflictError`, the record `failed`); items of an erased kind are left out
-and counted with the skipped rows.
+What was erased stays erased, as for every other ingest job (`worker.jobs.legacy_erasures`): an erasure of
+every kind where the import stores refuses it (`ConflictError`, the record `failed`); items of an erased kind
+are left out and counted with the skipped rows.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,7 +38,6 @@ from engines.contract import (
     MemoryEngine,
     Namespace,
     NotFoundError,
-    StoreItem,
     UnavailableError,
 )
 from pipeline.legacy_import import (
@@ -56,7 +54,7 @@ from pipeline.legacy_import import (
     migrate_with,
 )
 from pipeline.scrub import Policy
-from worker.erasures import Tombstone, scopes_over
+from worker.jobs.legacy_erasures import ErasureGuard, Erasures
 
 logger = logging.getLogger(__name__)
 
@@ -211,12 +209,6 @@ class ImportProgress(Protocol):
     def advanced(self, record: LegacyImportRecord) -> None: ...
 
 
-class Erasures(Protocol):
-    """Where the tombstones are (the state store): an import never re-fills what an erasure erased."""
-
-    def tombstones(self, scopes: Iterable[str]) -> list[Tombstone]: ...
-
-
 class _Silent:
     def started(self, record: LegacyImportRecord) -> None:
         """Nobody is listening."""
@@ -267,7 +259,7 @@ async def import_legacy(
     with records.claim(record_id):
         held = records.get(record_id)
         record = _starting(held, request, record_id, str(workspace), engine_id, str(node))
-        job = _Job(records, record, progress or _Silent(), deadline, _Guard(erasures, node))
+        job = _Job(records, record, progress or _Silent(), deadline, ErasureGuard(erasures, node))
         try:
             with _opened(workspace) as opened:
                 await job.run(opened, engine, node, settings or LegacyImportSettings())
@@ -305,7 +297,7 @@ class _Job:
         record: LegacyImportRecord,
         progress: ImportProgress,
         deadline: float | None,
-        guard: _Guard,
+        guard: ErasureGuard,
     ) -> None:
         self.records = records
         self.record = record
@@ -386,54 +378,6 @@ def _skipped(before: dict[str, int], stats: ReadStats, erased: Counter[str]) -> 
     counted.update({f"{section}: {reason}": count for (section, reason), count in stats.skipped.items()})
     counted.update(erased)
     return dict(counted)
-
-
-class _Guard:
-    """The tombstones over where an import stores, read before it starts and before each batch is sent."""
-
-    def __init__(self, erasures: Erasures | None, node: Namespace) -> None:
-        self.erasures = erasures
-        self.node = node
-        self.left_out: Counter[str] = Counter()
-
-    def refuse_if_erased(self) -> None:
-        """`ConflictError` when an erasure of every kind covers the import's namespace."""
-        self._refuse_whole(self._tombstones([self.node]))
-
-    def kept(self, items: list[StoreItem]) -> list[StoreItem]:
-        """`items` less those an erasure covers, which are counted (`take_left_out`); `ConflictError` when one
-        of every kind covers them all, as it now forbids the whole import."""
-        self.left_out = Counter()
-        tombstones = self._tombstones(list({item.meta.namespace for item in items}))
-        if not tombstones:
-            return items
-        self._refuse_whole(tombstones)
-        kept = []
-        for item in items:
-            scopes = set(scopes_over(None, [item.meta.namespace]))
-            erased = next((t for t in tombstones if t.scope in scopes and t.covers(item.item_kind)), None)
-            if erased is None:
-                kept.append(item)
-            else:
-                self.left_out[f"{item.item_kind} items: erased (erasure {erased.erasure_id})"] += 1
-        return kept
-
-    def take_left_out(self) -> Counter[str]:
-        """What the last `kept` left out, once (its batch was acknowledged)."""
-        left_out, self.left_out = self.left_out, Counter()
-        return left_out
-
-    def _tombstones(self, namespaces: list[Namespace]) -> list[Tombstone]:
-        return [] if self.erasures is None else self.erasures.tombstones(scopes_over(None, namespaces))
-
-    def _refuse_whole(self, tombstones: list[Tombstone]) -> None:
-        erased = next((t for t in tombstones if t.whole and t.scope in set(scopes_over(None, [self.node]))), None)
-        if erased is not None:
-            raise ConflictError(
-                f"cannot import into {self.node}: it was erased (erasure {erased.erasure_id}, `tinymemory erase "
-                f"status {erased.erasure_id}`); what an erasure covers stays erased, so import under another "
-                "namespace (--namespace)"
-            )
 
 
 @contextmanager
