@@ -1,6 +1,6 @@
 """Suite-wide settings: how the tests share out among pytest-xdist's workers, and Hypothesis under load.
 
-With `pytest -n 2` (opt-in; pyproject keeps one process by default) the tests under `tests/integration/`,
+With `-n 2` (pyproject's default; `-n 0` runs everything in one process) the tests under `tests/integration/`,
 `tests/e2e/`, `tests/reliability/` and `tests/browser/` start processes of their own (Celery workers,
 `tinymemory up`, servers, a browser) and wait on them with deadlines set for one such test at a time, so they
 form one unit of work: one worker runs them one after another, in file order, while the other worker takes the
