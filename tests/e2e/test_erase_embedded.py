@@ -25,9 +25,11 @@ pytestmark = pytest.mark.e2e
 # HTML, converted by one converter process: a backfill of several seconds, so the erasure lands in its middle.
 FILES = 2_500
 TINYMEMORY = str(Path(sys.executable).parent / "tinymemory")
-# `tinymemory erase source ID --json`, through the command's own entry point, with ID read from stdin.
+# `tinymemory erase source ID --json`, through the command's own entry point, with ID read from stdin; what the
+# command imports when it runs is imported before, as is the local engine (together about a second).
 _ERASE_WHEN_TOLD = """
 import sys
+import engines.local, worker.control, worker.embedded
 from worker.cli import app
 source_id = sys.stdin.readline().strip()
 app(["erase", "source", source_id, "--json"], prog_name="tinymemory")
@@ -84,6 +86,7 @@ def test_erase_a_source_while_up_is_ingesting_it(tmp_path: Path) -> None:
         "TINYMEMORY_DATA_DIR": str(data),
         "TINYMEMORY_API_PORT": "0",
         "TINYMEMORY_CONVERT_WORKERS": "1",
+        "TINYMEMORY_CONVERT_CONCURRENCY": "1",
     }
     # The erase command, started (and imported) before the backfill and told its source once the first batch
     # lands: an interpreter's start-up takes seconds on a busy machine, long enough for a whole backfill.
