@@ -1,5 +1,6 @@
 """What every reliability test shares: its figures printed past pytest's capture (`figures`), a reading of
-everything an engine stored, and a wait that lets the event loop run."""
+everything an engine stored, a wait that lets the event loop run, and what a drained cluster whose processes were
+killed has left stuck."""
 
 from __future__ import annotations
 
@@ -7,11 +8,17 @@ import asyncio
 import functools
 import time
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 
 from engines.contract import Hit, ListRequest, MemoryEngine
+from tests.integration.cluster import Cluster
 from tests.reliability.figures import print_figures
+from worker.cluster.runtime import sync_lease
+from worker.jobs import JOB_LEASE_S, job_lease
+from worker.redis.keys import Keys
+from worker.redis.leases import Leases
 
 Figures = Callable[..., None]
 
@@ -41,3 +48,25 @@ async def until(condition: Callable[[], bool], within_s: float, what: str) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not reached within {within_s} s")
         await asyncio.sleep(0.002)
+
+
+def redis_ms(cluster: Cluster) -> int:
+    """The Redis server's clock in milliseconds: the clock the job lease's holds are scored on."""
+    seconds, micros = cluster.client().time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def stuck_after_kills(cluster: Cluster, source_id: str, last_kill_ms: int) -> int:
+    """What a drained cluster left stuck of `source_id`'s work, one for each: messages still queued or unacknowledged,
+    its sync lease held, and each hold on its job lease that outlives the processes killed.
+
+    A killed process cannot leave the job lease: its hold lapses by itself within `JOB_LEASE_S` of its last renewal,
+    so before `last_kill_ms` (Redis's clock, read after the last kill) + `JOB_LEASE_S`. A later deadline is a live
+    job's hold, and no job runs once the cluster is drained.
+    """
+    client = cluster.client()
+    now, limit = redis_ms(cluster), last_kill_ms + JOB_LEASE_S * 1000
+    key = Keys(cluster.prefix).holders(job_lease(source_id))
+    holds = cast(list[tuple[bytes, float]], client.zrangebyscore(key, now, "+inf", withscores=True))
+    sync_held = Leases(client, prefix=cluster.prefix).held(sync_lease(source_id))
+    return int(not cluster.idle()) + int(sync_held) + sum(deadline > limit for _, deadline in holds)

@@ -1,0 +1,255 @@
+"""A 2,000-file folder backfill through two real Celery workers, each SIGKILLed whole again and again (its process
+group: the worker, its pool process and that one's converters) and restarted at once, as a supervisor would. Once
+the queues have drained, every file is stored exactly once and nothing is left queued, unacknowledged, leased or
+dead-lettered, nor any process of a killed worker.
+
+Where a dead worker's messages go (kombu 5.7, `kombu/transport/redis.py`). A delivered message waits in the
+`unacked` hash, indexed by its delivery time in `unacked_index`, until its worker acknowledges it (late acks: when
+its task ends). A whole worker's death is seen by no one: `QoS.restore_visible` puts back every message delivered
+more than the visibility timeout ago, and a worker runs it as it starts (`MultiChannelPoller.on_poll_init`), then
+every `unacked_restore_interval` (10 s) but scanning only on every `unacked_restore_throttle`-th (10th) call: every
+100 s. So whenever nothing is left but dead workers' messages, the test reads when the newest was delivered and
+restarts a worker so that it starts sweeping once that is past the timeout: no fixed sleep, no 100 s wait.
+
+The task limits are lowered (soft 4 s, hard 5 s, where a batch of these notes takes about a second) so that the
+visibility timeout, which must exceed the hard limit (`worker/cluster/app.py`), can be 6 s. Pool processes are not
+killed here (`tests/integration/test_celery_pipeline.py` and `test_github_kills.py` do, under the default limits):
+one killed as it starts a task is noticed by its worker only 4 s later at times (measured), which races a 5 s hard
+limit, at which Celery acknowledges the task as failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from tests.integration.cluster import Cluster, cluster_fixture, worker_children
+from tests.reliability.conftest import Figures, redis_ms, stuck_after_kills
+from tests.reliability.figures import exactly_once
+from worker.cluster.queues import INGEST_TASK, SYNC_TASK
+from worker.redis.keys import Keys
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FILES = 2_000
+PARAGRAPHS = 80
+SOURCE = "notes"
+CONCURRENCY = (1, 1)  # the pool processes of each worker slot
+# Each kill lands on a worker holding a message of the task named, once that many files are committed: the first
+# in the sync (which holds the sync lease), the others in the batches it queued, before the first is committed and
+# after. A kill that finds its worker between two messages is done again.
+PLAN = (
+    (SYNC_TASK, 0),
+    (INGEST_TASK, 0),
+    (INGEST_TASK, 100),
+    (INGEST_TASK, 300),
+    (INGEST_TASK, 500),
+    (INGEST_TASK, 700),
+)
+# A worker starts sweeping no sooner than this after it is started: Celery's mingle step, before the event loop
+# starts, waits that long for its neighbours' answers (`celery.worker.consumer.mingle`, `inspect(timeout=1.0)`).
+MINGLE_S = 1.0
+SOFT_LIMIT_S, HARD_LIMIT_S, VISIBILITY_S = 4, 5, 6
+_RECEIVED = re.compile(r"Task tm\.\w+\[(?P<id>[0-9a-f-]+)\] received")
+_TOOK = re.compile(r"\] succeeded in (?P<s>[0-9.]+)s")
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    yield from cluster_fixture(tmp_path)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A message delivered and not acknowledged: its task, when it was delivered (epoch seconds, the index's score)
+    and which worker received it last (an index into `cluster.workers`; None before any worker logged it)."""
+
+    task_id: str
+    task: str
+    at: float
+    holder: int | None
+
+
+def _write_notes(folder: Path) -> None:
+    """`FILES` notes of `PARAGRAPHS` paragraphs each, every paragraph naming its note: enough text that a batch of
+    100 takes a fifth of a second to store, so that the backfill outlasts a worker's restart."""
+    words = [f"w{n:04}" for n in range(1_000)]
+    lines = [" ".join(words[(n * 37 + k * 101) % 1_000] for k in range(15)) for n in range(PARAGRAPHS)]
+    for n in range(FILES):
+        path = folder / f"d{n % 20:02}" / f"note-{n:05}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# note {n}\n\n" + "".join(f"{line} note{n}x\n\n" for line in lines))
+
+
+def _worker_logs(cluster: Cluster) -> Iterator[tuple[int, str]]:
+    for index in range(len(cluster.workers)):
+        for line in (cluster.root / f"worker-{index}.log").read_text(errors="replace").splitlines():
+            yield index, line
+
+
+def _receivers(cluster: Cluster) -> dict[str, int]:
+    """Each task id, with the worker (its index in `cluster.workers`) that logged receiving it last: a task put back
+    after its worker died is received again, maybe by another worker."""
+    latest: dict[str, tuple[str, int]] = {}
+    for index, line in _worker_logs(cluster):
+        if " received" in line and line.startswith("{"):
+            record = json.loads(line)
+            if (match := _RECEIVED.fullmatch(record["message"])) and record["at"] >= latest.get(match["id"], ("",))[0]:
+                latest[match["id"]] = (record["at"], index)
+    return {task_id: index for task_id, (_, index) in latest.items()}
+
+
+def _deliveries(cluster: Cluster) -> list[Delivery]:
+    """The messages delivered and not acknowledged (kombu's `unacked` hash, its `unacked_index` their times)."""
+    client, keys = cluster.client(), Keys(cluster.prefix).celery()
+    raw = cast(dict[bytes, bytes], client.hgetall(keys + "unacked"))
+    scored = cast(list[tuple[bytes, float]], client.zrange(keys + "unacked_index", 0, -1, withscores=True))
+    delivered_at, receivers = dict(scored), _receivers(cluster)
+    deliveries = []
+    for tag, value in raw.items():
+        headers = json.loads(value)[0]["headers"]
+        at = delivered_at.get(tag, time.time())
+        deliveries.append(Delivery(headers["id"], headers["task"], at, receivers.get(headers["id"])))
+    return deliveries
+
+
+@dataclass
+class Crew:
+    """The cluster's workers, one per slot of `CONCURRENCY`, each restarted in its slot; what the kills did."""
+
+    cluster: Cluster
+    slots: list[subprocess.Popen[bytes]]
+    orphaned: list[int] = field(default_factory=list)  # per whole kill, the messages it left unacknowledged
+    committed: list[int] = field(default_factory=list)  # per whole kill, the files committed then
+    killed: list[int] = field(default_factory=list)  # the process groups killed whole
+    sweeps: int = 0
+    last_kill_ms: int = 0
+
+    def busy(self, deliveries: list[Delivery], task: str) -> list[int]:
+        """The slots whose worker is alive and holds an unacknowledged message of `task`."""
+        holders = {self.cluster.workers[d.holder] for d in deliveries if d.holder is not None and d.task == task}
+        return [slot for slot, worker in enumerate(self.slots) if worker in holders and worker.poll() is None]
+
+    def stalled(self, deliveries: list[Delivery]) -> bool:
+        """Nothing queued and every unacknowledged message a dead worker's: only a sweep puts them back. A message not
+        yet logged by any worker counts as a live worker's for a second (it logs it next), then as a dead one's (the
+        worker died between taking it and logging it)."""
+        if not deliveries or not self.cluster.queues_empty():
+            return False
+        live = {w for w in self.slots if w.poll() is None}
+        return not any(
+            (self.cluster.workers[d.holder] in live) if d.holder is not None else time.time() - d.at < 1.0
+            for d in deliveries
+        )
+
+    def kill(self, slot: int) -> int:
+        """SIGKILL the slot's worker with its pool process and that one's converters, then start another in its
+        place; how many messages the dead one left unacknowledged."""
+        worker = self.slots[slot]
+        os.killpg(worker.pid, signal.SIGKILL)  # started in a session of its own: its pid is its group's
+        worker.wait(timeout=10)
+        self.last_kill_ms = redis_ms(self.cluster)
+        index = self.cluster.workers.index(worker)
+        self.orphaned.append(sum(d.holder == index for d in _deliveries(self.cluster)))
+        self.committed.append(self.cluster.committed(SOURCE))
+        self.killed.append(worker.pid)
+        self.slots[slot] = self.cluster.start_worker(concurrency=CONCURRENCY[slot])
+        return self.orphaned[-1]
+
+    def ready(self, worker: subprocess.Popen[bytes]) -> bool:
+        """Whether the worker has logged that it is ready: it has run its start-up sweep (`on_poll_init` comes
+        before Celery's `on_ready`, in `celery.worker.loops.asynloop`)."""
+        log = self.cluster.root / f"worker-{self.cluster.workers.index(worker)}.log"
+        return worker.poll() is None and b" ready." in log.read_bytes()
+
+    def sweep(self, deliveries: list[Delivery]) -> None:
+        """Restart the first slot's worker so that the new one sweeps once the newest stranded message is past the
+        visibility timeout: it puts back every message older than that. Only while every worker is ready: one still
+        starting sweeps anyway, and may hold kombu's restore mutex, which makes a sweep beside it skip."""
+        if not all(self.ready(worker) for worker in self.slots):
+            return
+        due = max(d.at for d in deliveries) + VISIBILITY_S
+        time.sleep(max(0.0, due - MINGLE_S - time.time()))
+        self.slots[0].send_signal(signal.SIGTERM)  # a warm shutdown (it holds no message); reaped by the cluster
+        self.slots[0] = self.cluster.start_worker(concurrency=CONCURRENCY[0])
+        self.sweeps += 1
+
+
+def _survivors(process_groups: list[int]) -> int:
+    """Processes still alive in the process groups killed whole."""
+    found = [
+        subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True, check=False)
+        for pgid in process_groups
+    ]
+    return sum(len(f.stdout.split()) for f in found)
+
+
+def _longest_task_s(cluster: Cluster) -> float:
+    return max((float(m["s"]) for _, line in _worker_logs(cluster) if (m := _TOOK.search(line))), default=0.0)
+
+
+def _run(crew: Crew, rng: random.Random, within_s: float) -> None:
+    """Make the kills of `PLAN`, sweeping whenever only dead workers' messages are left, until every file is
+    committed and the queues are empty."""
+    cluster, plan = crew.cluster, list(PLAN)
+    deadline = time.monotonic() + within_s
+    while plan or not (cluster.committed(SOURCE) == FILES and cluster.idle()):
+        assert time.monotonic() < deadline, f"kills left: {plan}; {cluster.committed(SOURCE)} files committed"
+        deliveries = _deliveries(cluster)
+        task, after = plan[0] if plan else ("", FILES)
+        if cluster.committed(SOURCE) >= after and (busy := crew.busy(deliveries, task)):
+            if crew.kill(rng.choice(busy)):
+                plan.pop(0)
+            time.sleep(rng.uniform(0.1, 0.4))
+        elif crew.stalled(deliveries):
+            crew.sweep(deliveries)
+        else:
+            time.sleep(0.05)
+
+
+def test_whole_workers_killed_during_a_backfill_lose_duplicate_and_strand_nothing(
+    cluster: Cluster, tmp_path: Path, figures: Figures
+) -> None:
+    cluster.extra_env.update(
+        {
+            "TINYMEMORY_TASK_SOFT_LIMIT_S": str(SOFT_LIMIT_S),
+            "TINYMEMORY_TASK_HARD_LIMIT_S": str(HARD_LIMIT_S),
+            "TINYMEMORY_VISIBILITY_TIMEOUT_S": str(VISIBILITY_S),
+        }
+    )
+    folder = tmp_path / "notes"
+    _write_notes(folder)
+    cluster.add_folder(SOURCE, folder)
+    crew = Crew(cluster, [cluster.start_worker(concurrency=n) for n in CONCURRENCY])
+    cluster.wait(lambda: all(worker_children(w) for w in crew.slots), 60, "workers started")
+    started = time.monotonic()
+    assert cluster.sync(SOURCE)
+    _run(crew, random.Random(19), within_s=90)
+    took = time.monotonic() - started
+
+    lost, duplicated = exactly_once((str(p.resolve()) for p in folder.rglob("*.md")), cluster.items(SOURCE))
+    stuck = stuck_after_kills(cluster, SOURCE, crew.last_kill_ms)
+    letters = cluster.state().dead_letters(SOURCE)
+    survivors = _survivors(crew.killed)
+    figures(
+        f"items lost: {lost}; duplicated: {duplicated}; stuck: {stuck} (queued, unacknowledged or leased); "
+        f"dead letters: {len(letters)}; processes outliving their worker: {survivors}",
+        f"{FILES} files through two workers, {len(crew.killed)} SIGKILLed whole (messages each left unacknowledged: "
+        f"{crew.orphaned}; files committed at each: {crew.committed}); "
+        f"{crew.sweeps} restarts past the {VISIBILITY_S} s visibility timeout put them back; all stored after "
+        f"{took:.0f} s, the longest task {_longest_task_s(cluster):.1f} s (hard limit {HARD_LIMIT_S} s)",
+    )
+    assert sum(n > 0 for n in crew.orphaned) == len(PLAN) and max(crew.committed) < FILES
+    assert crew.sweeps >= 1, "no message waited for the visibility timeout: the test proves little"
+    assert (lost, duplicated, stuck, len(letters), survivors) == (0, 0, 0, 0, 0)
