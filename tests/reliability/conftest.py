@@ -56,6 +56,15 @@ def redis_ms(cluster: Cluster) -> int:
     return int(seconds) * 1000 + int(micros) // 1000
 
 
+def job_holds(cluster: Cluster, source_id: str) -> list[float]:
+    """The deadlines (Redis's clock, ms) of the holds on `source_id`'s job lease that have not lapsed."""
+    key = Keys(cluster.prefix).holders(job_lease(source_id))
+    holds = cast(
+        list[tuple[bytes, float]], cluster.client().zrangebyscore(key, redis_ms(cluster), "+inf", withscores=True)
+    )
+    return [deadline for _, deadline in holds]
+
+
 def stuck_after_kills(cluster: Cluster, source_id: str, last_kill_ms: int) -> int:
     """What a drained cluster left stuck of `source_id`'s work, one for each: messages still queued or unacknowledged,
     its sync lease held, and each hold on its job lease that outlives the processes killed.
@@ -64,9 +73,8 @@ def stuck_after_kills(cluster: Cluster, source_id: str, last_kill_ms: int) -> in
     so before `last_kill_ms` (Redis's clock, read after the last kill) + `JOB_LEASE_S`. A later deadline is a live
     job's hold, and no job runs once the cluster is drained.
     """
-    client = cluster.client()
-    now, limit = redis_ms(cluster), last_kill_ms + JOB_LEASE_S * 1000
-    key = Keys(cluster.prefix).holders(job_lease(source_id))
-    holds = cast(list[tuple[bytes, float]], client.zrangebyscore(key, now, "+inf", withscores=True))
-    sync_held = Leases(client, prefix=cluster.prefix).held(sync_lease(source_id))
-    return int(not cluster.idle()) + int(sync_held) + sum(deadline > limit for _, deadline in holds)
+    limit = last_kill_ms + JOB_LEASE_S * 1000
+    sync_held = Leases(cluster.client(), prefix=cluster.prefix).held(sync_lease(source_id))
+    return (
+        int(not cluster.idle()) + int(sync_held) + sum(deadline > limit for deadline in job_holds(cluster, source_id))
+    )

@@ -35,7 +35,7 @@ from typing import cast
 import pytest
 
 from tests.integration.cluster import Cluster, cluster_fixture, worker_children
-from tests.reliability.conftest import Figures, redis_ms, stuck_after_kills
+from tests.reliability.conftest import Figures, job_holds, redis_ms, stuck_after_kills
 from tests.reliability.figures import exactly_once
 from worker.cluster.queues import INGEST_TASK, SYNC_TASK
 from worker.redis.keys import Keys
@@ -239,7 +239,7 @@ def test_whole_workers_killed_during_a_backfill_lose_duplicate_and_strand_nothin
     took = time.monotonic() - started
 
     lost, duplicated = exactly_once((str(p.resolve()) for p in folder.rglob("*.md")), cluster.items(SOURCE))
-    stuck = stuck_after_kills(cluster, SOURCE, crew.last_kill_ms)
+    stuck, lapsing = stuck_after_kills(cluster, SOURCE, crew.last_kill_ms), len(job_holds(cluster, SOURCE))
     letters = cluster.state().dead_letters(SOURCE)
     survivors = _survivors(crew.killed)
     figures(
@@ -248,7 +248,8 @@ def test_whole_workers_killed_during_a_backfill_lose_duplicate_and_strand_nothin
         f"{FILES} files through two workers, {len(crew.killed)} SIGKILLed whole (messages each left unacknowledged: "
         f"{crew.orphaned}; files committed at each: {crew.committed}); "
         f"{crew.sweeps} restarts past the {VISIBILITY_S} s visibility timeout put them back; all stored after "
-        f"{took:.0f} s, the longest task {_longest_task_s(cluster):.1f} s (hard limit {HARD_LIMIT_S} s)",
+        f"{took:.0f} s, the longest task {_longest_task_s(cluster):.1f} s (hard limit {HARD_LIMIT_S} s); "
+        f"job-lease holds of killed processes still lapsing: {lapsing}",
     )
     assert sum(n > 0 for n in crew.orphaned) == len(PLAN) and max(crew.committed) < FILES
     assert crew.sweeps >= 1, "no message waited for the visibility timeout: the test proves little"
