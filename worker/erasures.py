@@ -186,7 +186,10 @@ def refusing(tombstones: Iterable[Tombstone]) -> Tombstone | None:
     return next((t for t in tombstones if t.whole), None)
 
 
-def covering(tombstones: Iterable[Tombstone], source_id: str, namespace: Namespace, kind: ItemKind) -> Tombstone | None:
-    """The tombstone, if any, that forbids storing an item of `kind` from `source_id` at `namespace`."""
+def covering(
+    tombstones: Iterable[Tombstone], source_id: str | None, namespace: Namespace, kind: ItemKind
+) -> Tombstone | None:
+    """The tombstone, if any, that forbids storing an item of `kind` from `source_id` (None: no source, as for
+    a legacy import) at `namespace`."""
     scopes = set(scopes_over(source_id, [namespace]))
     return next((t for t in tombstones if t.scope in scopes and t.covers(kind)), None)

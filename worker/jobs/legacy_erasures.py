@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from engines.contract import ConflictError, Namespace, StoreItem
-from worker.erasures import Tombstone, scopes_over
+from worker.erasures import Tombstone, covering, refusing, scopes_over
 
 
 class Erasures(Protocol):
@@ -43,8 +43,7 @@ class ErasureGuard:
         self._refuse_whole(tombstones)
         kept = []
         for item in items:
-            scopes = set(scopes_over(None, [item.meta.namespace]))
-            erased = next((t for t in tombstones if t.scope in scopes and t.covers(item.item_kind)), None)
+            erased = covering(tombstones, None, item.meta.namespace, item.item_kind)
             if erased is None:
                 kept.append(item)
             else:
@@ -60,7 +59,8 @@ class ErasureGuard:
         return [] if self.erasures is None else self.erasures.tombstones(scopes_over(None, namespaces))
 
     def _refuse_whole(self, tombstones: list[Tombstone]) -> None:
-        erased = next((t for t in tombstones if t.whole and t.scope in set(scopes_over(None, [self.node]))), None)
+        over = set(scopes_over(None, [self.node]))
+        erased = refusing(t for t in tombstones if t.scope in over)
         if erased is not None:
             raise ConflictError(
                 f"cannot import into {self.node}: it was erased (erasure {erased.erasure_id}, `tinymemory erase "
