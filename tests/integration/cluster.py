@@ -48,6 +48,7 @@ class Cluster:
     redis_url: str = "redis://127.0.0.1:6379/0"
     prefix: str = field(default_factory=lambda: f"tm:test-{uuid.uuid4().hex[:12]}:")
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    others: list[subprocess.Popen[bytes]] = field(default_factory=list)
     logs: list[BinaryIO] = field(default_factory=list)
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -93,6 +94,16 @@ class Cluster:
             command, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         self.workers.append(process)
+        return process
+
+    def start_beat(self) -> subprocess.Popen[bytes]:
+        """Start `tinymemory beat`, logging to `root/beat.log`; it is stopped with the workers (not one of them)."""
+        log = (self.root / "beat.log").open("wb")
+        self.logs.append(log)
+        process = subprocess.Popen(
+            [TINYMEMORY, "beat"], env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.others.append(process)
         return process
 
     def add_folder(self, source_id: str, folder: Path) -> SourceEntry:
@@ -149,10 +160,11 @@ class Cluster:
         return asyncio.run(read())
 
     def stop(self) -> None:
-        for process in self.workers:
+        processes = [*self.workers, *self.others]
+        for process in processes:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
-        for process in self.workers:
+        for process in processes:
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:

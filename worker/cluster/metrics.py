@@ -1,4 +1,4 @@
-"""Prometheus metrics of a worker: items stored, replayed and failed, batch latency, queue depth.
+"""Prometheus metrics of a worker: items stored, replayed and failed, batch latency, queue depth, lost messages.
 
 Celery's prefork children count in prometheus_client's multiprocess mode (files in the directory
 `worker.cluster.metrics_env` prepares before this module is imported). The workers of one host serving one
@@ -36,12 +36,26 @@ ITEMS_STORED = Counter("tinymemory_items_stored_total", "Items written to the en
 ITEMS_REPLAYED = Counter("tinymemory_items_replayed_total", "Items the engine already held (replays)")
 ITEMS_FORGOTTEN = Counter("tinymemory_items_forgotten_total", "Items forgotten because their unit changed or went")
 UNITS_FAILED = Counter("tinymemory_units_failed_total", "Units dead-lettered", ["stage"])
+MESSAGES_RESENT = Counter(
+    "tinymemory_messages_resent_total", "Messages the broker lost, sent again by a sweep", ["task"]
+)
+MESSAGES_GIVEN_UP = Counter(
+    "tinymemory_messages_given_up_total", "Messages lost or stopped too often, their units dead-lettered", ["task"]
+)
 BATCH_SECONDS = Histogram(
     "tinymemory_batch_seconds", "Time to ingest one batch", buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 )
 
 RETRY_BIND_S = 10.0
 _PROBE_TIMEOUT_S = 2.0
+
+
+def record_sweep(resent: list[str], given_up: list[str]) -> None:
+    """Count the tasks of the messages a sweep sent again and of those it gave up."""
+    for task in resent:
+        MESSAGES_RESENT.labels(task=task).inc()
+    for task in given_up:
+        MESSAGES_GIVEN_UP.labels(task=task).inc()
 
 
 def record_batch(report: BatchReport, seconds: float) -> None:

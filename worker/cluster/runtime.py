@@ -9,6 +9,7 @@ twice at once; a sync asked for while one is queued or running is remembered and
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from engines.contract import MemoryEngine, UnavailableError
 from pipeline.convert import ConverterPool
 from pipeline.scrub import SanitizationReport
 from sources import SourceReaders, register_kinds
+from worker.cluster.deliveries import RESEND_LIMIT, Deliveries, celery_send
 from worker.cluster.queues import (
     BACKFILL_QUEUE,
     ERASE_QUEUE,
@@ -56,18 +58,29 @@ def sync_again(source_id: str) -> str:
     return f"sync-again:{source_id}"
 
 
-class CeleryDispatcher:
-    """Sends ingest batches to `tm.ingest`, or to `tm.backfill` when they belong to a bulk sync."""
+def deliveries_for(app: Celery, client: redis.Redis, settings: Settings) -> Deliveries:
+    """The deliveries of the pipeline `settings` describe, sent through `app`."""
+    return Deliveries(client, settings.redis_prefix, celery_send(app))
 
-    def __init__(self, app: Celery, run_id: str | None = None) -> None:
-        self.app = app
+
+class CeleryDispatcher:
+    """Sends ingest batches to `tm.ingest`, or to `tm.backfill` when they belong to a bulk sync, each recorded as a
+    delivery (so a batch the broker loses is sent again)."""
+
+    def __init__(self, deliveries: Deliveries, run_id: str | None = None) -> None:
+        self.deliveries = deliveries
         self.run_id = run_id
 
     async def ingest(self, source_id: str, changes: list[Change], *, bulk: bool = False) -> None:
         queue = BACKFILL_QUEUE if bulk else INGEST_QUEUE
         payload = [change.model_dump(mode="json") for change in changes]
-        self.app.send_task(
-            INGEST_TASK, args=[source_id, payload, self.run_id], queue=queue, expires=RULES[queue].expires_s
+        self.deliveries.send(
+            uuid.uuid4().hex,
+            INGEST_TASK,
+            [source_id, payload, self.run_id],
+            queue,
+            expires_s=RULES[queue].expires_s,
+            resends=RESEND_LIMIT,
         )
 
 
@@ -99,6 +112,7 @@ class ClusterRuntime:
         self.state = RedisStateStore(self.redis, prefix=settings.redis_prefix)
         self.leases = Leases(self.redis, prefix=settings.redis_prefix)
         self.progress = RunProgress(self.redis, prefix=settings.redis_prefix)
+        self.deliveries = deliveries_for(app, self.redis, settings)
         self.engine: MemoryEngine = open_engine(settings)
         # One converter process per pool process: Celery's concurrency is the parallelism.
         self.converter = ConverterPool(_CONVERTERS, convert_limits(settings))
@@ -106,7 +120,7 @@ class ClusterRuntime:
             state=self.state,
             engine=self.engine,
             converter=self.converter,
-            dispatcher=CeleryDispatcher(app),
+            dispatcher=CeleryDispatcher(self.deliveries),
             readers=SourceReaders(reader_options(settings)),
             settings=pipeline_settings(settings, _CONVERTERS, in_task=True),
         )
@@ -117,7 +131,7 @@ class ClusterRuntime:
             return self.context
         return dataclasses.replace(
             self.context,
-            dispatcher=CeleryDispatcher(self.app, run_id),
+            dispatcher=CeleryDispatcher(self.deliveries, run_id),
             progress=RunProgressSink(self.progress, run_id),
         )
 
@@ -184,17 +198,25 @@ def _run_view(progress: RunState) -> RunView:
 
 
 class QueuedErasures:
-    """Queues erasures for the erase workers (a `worker.control.ErasureRunner`); `tm.erase` never lapses.
+    """Queues erasures for the erase workers (a `worker.control.ErasureRunner`); `tm.erase` never lapses, and an
+    erasure message the broker loses is sent again for as long as it takes.
 
     A message that cannot be sent leaves the receipt queued: asking for the same erasure again sends it.
     """
 
-    def __init__(self, app: Celery) -> None:
-        self.app = app
+    def __init__(self, deliveries: Deliveries) -> None:
+        self.deliveries = deliveries
 
     async def submit(self, erasure_id: str) -> None:
         try:
-            self.app.send_task(ERASE_TASK, args=[erasure_id], queue=ERASE_QUEUE, expires=RULES[ERASE_QUEUE].expires_s)
+            self.deliveries.send(
+                uuid.uuid4().hex,
+                ERASE_TASK,
+                [erasure_id],
+                ERASE_QUEUE,
+                expires_s=RULES[ERASE_QUEUE].expires_s,
+                resends=None,
+            )
         except OperationalError as err:
             raise UnavailableError(
                 f"cannot queue erasure {erasure_id} ({type(err).__name__}); it stays queued: ask for it again "

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from engines.contract import NotFoundError, UnavailableError
 from worker import jobs
-from worker.cluster.metrics import record_batch
+from worker.cluster.deliveries import Swept
+from worker.cluster.metrics import record_batch, record_sweep
 from worker.cluster.queues import BEAT_TASK, ERASE_TASK, INGEST_TASK, SYNC_TASK
 from worker.cluster.runtime import ClusterRuntime, enqueue_sync, sync_again, sync_lease
 from worker.logs import job_fields
@@ -35,6 +36,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 INGEST_MAX_RETRIES = 12
+SWEEP_LEASE = "sweep-deliveries"
+SWEEP_LEASE_S = 120.0
+_LOST = (
+    "its batch was sent {sends} times and never finished (a worker died holding it, or it reached the task's "
+    "time limit); replay the dead letter to try again"
+)
 ERASE_MAX_RETRIES = 60
 _RETRY_BASE_S = 1.0
 _RETRY_CAP_S = 60.0
@@ -93,24 +100,21 @@ def run_ingest(task: Task[Any, None], source_id: str, changes: list[dict[str, An
         record_batch(report, time.perf_counter() - started)
     except UnavailableError as err:
         if task.request.retries >= INGEST_MAX_RETRIES:
-            _dead_letter_batch(rt, source_id, parsed, err)
+            _dead_letter_batch(rt, source_id, parsed, type(err).__name__, err.message)
+            rt.deliveries.settle(batch_id)
             return
         logger.warning("engine unavailable, batch %s retried: %s", batch_id, err)
         raise task.retry(exc=err, countdown=retry_delay(task.request.retries), max_retries=INGEST_MAX_RETRIES) from err
+    # Any other failure leaves the batch unsettled: Celery acknowledges it, and a sweep sends it again.
+    rt.deliveries.settle(batch_id)
 
 
-def _dead_letter_batch(rt: ClusterRuntime, source_id: str, changes: list[Change], err: UnavailableError) -> None:
+def _dead_letter_batch(rt: ClusterRuntime, source_id: str, changes: list[Change], error: str, message: str) -> None:
     committed = rt.state.manifest_entries(source_id, [c.unit_id for c in changes])
     for change in changes:
         if change.action == "upsert" and change.unit_id not in committed:
             rt.state.add_dead_letter(
-                DeadLetter(
-                    source_id=source_id,
-                    unit_id=change.unit_id,
-                    stage="store",
-                    error=type(err).__name__,
-                    message=err.message,
-                )
+                DeadLetter(source_id=source_id, unit_id=change.unit_id, stage="store", error=error, message=message)
             )
 
 
@@ -124,18 +128,42 @@ def run_erase(task: Task[Any, None], erasure_id: str) -> None:
     except NotFoundError as err:
         logger.error("erasure %s not run: %s", erasure_id, err)
     except Exception as err:
-        if final:
-            logger.error("erasure %s given up after %d retries: %s", erasure_id, task.request.retries, err)
-            return
-        logger.warning("erasure %s retried: %s", erasure_id, err)
-        raise task.retry(exc=err, countdown=retry_delay(task.request.retries), max_retries=ERASE_MAX_RETRIES) from err
+        if not final:
+            logger.warning("erasure %s retried: %s", erasure_id, err)
+            raise task.retry(
+                exc=err, countdown=retry_delay(task.request.retries), max_retries=ERASE_MAX_RETRIES
+            ) from err
+        logger.error("erasure %s given up after %d retries: %s", erasure_id, task.request.retries, err)
+    rt.deliveries.settle(task.request.id)
 
 
 def run_beat_tick(app: Celery) -> int:
-    """Queue a sync of every polled source whose interval has passed; how many were queued."""
+    """Queue a sync of every polled source whose interval has passed (how many were queued), then send again what
+    the broker lost."""
     rt = runtime(app)
     due = jobs.due_sources(rt.state, datetime.now(UTC))
-    return sum(enqueue_sync(app, rt.leases, rt.settings, source_id) for source_id in due)
+    queued = sum(enqueue_sync(app, rt.leases, rt.settings, source_id) for source_id in due)
+    sweep_deliveries(rt)
+    return queued
+
+
+def sweep_deliveries(rt: ClusterRuntime) -> Swept:
+    """One sweep of the deliveries (`worker.cluster.deliveries`), by one worker at a time; the units of a batch
+    given up are dead-lettered."""
+    token = rt.leases.acquire(SWEEP_LEASE, SWEEP_LEASE_S)
+    if token is None:
+        return Swept()
+    try:
+        swept = rt.deliveries.sweep(older_than_s=rt.settings.visibility_timeout_s)
+    finally:
+        rt.leases.release(SWEEP_LEASE, token)
+    record_sweep(swept.resent_tasks, [d.task for d in swept.given_up])
+    for delivery in swept.given_up:
+        logger.error("%s of %s given up after %d sends", delivery.task, delivery.args[0], delivery.resent + 1)
+        if delivery.task == INGEST_TASK:
+            source_id, changes = delivery.args[0], [Change.model_validate(c) for c in delivery.args[1]]
+            _dead_letter_batch(rt, source_id, changes, "Lost", _LOST.format(sends=delivery.resent + 1))
+    return swept
 
 
 def register(app: Celery) -> None:

@@ -112,9 +112,11 @@ class Services:
     def _open_erasures(self) -> ErasureRunner:
         if self.settings.state == "redis":
             from worker.cluster.app import create_app
-            from worker.cluster.runtime import QueuedErasures
+            from worker.cluster.runtime import QueuedErasures, deliveries_for
+            from worker.redis.client import redis_from_url
 
-            return QueuedErasures(create_app(self.settings))
+            client = self._keep(redis_from_url(self.settings.redis_url))
+            return QueuedErasures(deliveries_for(create_app(self.settings), client, self.settings))
         from worker.embedded import InProcessErasures
 
         return InProcessErasures.over(self.state(), self.engine())

@@ -22,6 +22,8 @@ must not see another's keys. Each key either expires or has a stated reason to l
 | `erasure:{id}`         | string: `ErasureReceipt` JSON            | no TTL (9)                                 |
 | `erasures`             | hash: request key → erasure id           | no TTL (9)                                 |
 | `workers`              | sorted set: worker → deadline (epoch s)  | `WORKER_HEARTBEAT_TTL_S` after a beat (6)  |
+| `deliveries`           | sorted set: task id → sent at (epoch s)  | no TTL (10)                                |
+| `delivery:{task}`      | string: `Delivery` JSON                  | a batch's expiry + 1 h; an erasure's none (10) |
 | `celery:…`             | Celery's broker keys                     | Celery's own (7)                           |
 
 1. The source registry: an entry leaves with `remove_source`.
@@ -45,6 +47,11 @@ must not see another's keys. Each key either expires or has a stated reason to l
 9. An erasure receipt is the audit record of what was erased, by whom and when: it outlives the
    source's other keys and is kept for good (no item text in it). `erasures` points each request
    (its target and kinds) at its receipt, so the same request again is answered with the first.
+
+10. A message sent and not yet settled by its task (`worker.cluster.deliveries`), so one the broker lost is
+   sent again: its task settles it, a sweep drops it once its message would have expired. An erasure's
+   has no TTL, as an erasure never lapses; the index holds only ids, and sweeps remove those whose record
+   is gone.
 
 `␟` is the unit separator `\\x1f`; a letter key is `source␟unit␟stage` (`DeadLetter.key`).
 """
@@ -91,6 +98,8 @@ SHAPES: tuple[KeyShape, ...] = (
     KeyShape("erasure:{id}", expires=False),
     KeyShape("erasures", expires=False),
     KeyShape("workers", expires=True),
+    KeyShape("deliveries", expires=False),
+    KeyShape("delivery:{task}", expires=False),  # a batch's does; an erasure's must not (10)
     KeyShape("celery:{kombu}", expires=False),
 )
 
@@ -164,6 +173,12 @@ class Keys:
 
     def workers(self) -> str:
         return f"{self.prefix}workers"
+
+    def deliveries(self) -> str:
+        return f"{self.prefix}deliveries"
+
+    def delivery(self, task_id: str) -> str:
+        return f"{self.prefix}delivery:{task_id}"
 
     def celery(self) -> str:
         """Celery's `broker_transport_options={"global_keyprefix": ...}`, so its keys carry ours too."""
