@@ -14,31 +14,21 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sources import REGISTRY, SourceRequest
-from tests.fixtures.github_fake import FakeGitHub, GitRepo
+from tests.fixtures.github_fake import FakeGitHub
 from tests.integration.cluster import Cluster, cluster_fixture, worker_children
 from tests.reliability.conftest import Figures, job_holds, redis_ms, stuck_after_kills
 from tests.reliability.figures import exactly_once
+from tests.reliability.github_pages import REPO, SlowGitHub, page_path, pages_repo
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 FILES = 400  # four batches: the last kills land between commits, before the last one
 KILLS = 6
-BLOB_DELAY_S = 0.02
 SOURCE = "gh"
-
-
-class SlowGitHub(FakeGitHub):
-    """The fake GitHub API, answering each blob `BLOB_DELAY_S` late (a remote API's latency)."""
-
-    def _answer(self, raw_path: str, authorization: str | None) -> tuple[int, dict[str, str], Any]:
-        if "/git/blobs/" in raw_path:
-            time.sleep(BLOB_DELAY_S)
-        return super()._answer(raw_path, authorization)
 
 
 @pytest.fixture
@@ -48,17 +38,10 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 
 @pytest.fixture
 def github(tmp_path: Path) -> Iterator[SlowGitHub]:
-    repo = GitRepo.create(tmp_path / "repo")
-    repo.write_many({_path(n): f"# Page {n}\n\nThe body of page {n}, wordpage{n}x.\n" for n in range(FILES)})
-    repo.commit("a repository of many small pages")
     server = SlowGitHub()
     with server:
-        server.add_repo("acme/pages", repo)
+        server.add_repo(REPO, pages_repo(tmp_path / "repo", FILES))
         yield server
-
-
-def _path(n: int) -> str:
-    return f"docs/part-{n % 12:02}/page-{n:04}.md"
 
 
 def _kill_pool_processes(cluster: Cluster, rng: random.Random, files: int) -> tuple[list[int], int]:
@@ -99,7 +82,7 @@ def test_pool_processes_killed_during_a_github_sync_lose_duplicate_and_strand_no
     cluster: Cluster, github: SlowGitHub, figures: Figures
 ) -> None:
     cluster.extra_env.update({"TINYMEMORY_GITHUB_API_URL": github.url})
-    cluster.state().put_source(REGISTRY.configure(SourceRequest(kind="github", target="acme/pages", id=SOURCE)))
+    cluster.state().put_source(REGISTRY.configure(SourceRequest(kind="github", target=REPO, id=SOURCE)))
     workers = [cluster.start_worker(concurrency=2), cluster.start_worker(concurrency=1)]
     cluster.wait(lambda: all(worker_children(w) for w in workers), 60, "workers started")
     started = time.monotonic()
@@ -111,7 +94,7 @@ def test_pool_processes_killed_during_a_github_sync_lose_duplicate_and_strand_no
     took = time.monotonic() - started
 
     stored = cluster.items(SOURCE)
-    expected = {_path(n) for n in range(FILES)}
+    expected = {page_path(n) for n in range(FILES)}
     lost, duplicated = exactly_once(expected, stored)
     # A pool process killed mid-batch leaves its hold on the job lease to lapse (within 30 s): counted apart.
     stuck, lapsing = stuck_after_kills(cluster, SOURCE, last_kill_ms), len(job_holds(cluster, SOURCE))

@@ -29,7 +29,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -37,9 +37,11 @@ from typing import cast
 
 import pytest
 
+from sources import REGISTRY, SourceRequest
 from tests.integration.cluster import Cluster, cluster_fixture, worker_children
 from tests.reliability.conftest import Figures, job_holds, redis_ms, stuck_after_kills
 from tests.reliability.figures import exactly_once
+from tests.reliability.github_pages import REPO, SlowGitHub, page_path, pages_repo
 from worker.cluster.queues import INGEST_TASK, SYNC_TASK
 from worker.redis.keys import Keys
 
@@ -60,6 +62,22 @@ PLAN = (
     (INGEST_TASK, 500),
     (INGEST_TASK, 700),
 )
+# A GitHub repository's sync lists one tree, too quickly to be caught: every kill lands in its batches, each of
+# 100 blob reads answered `BLOB_DELAY_S` late (about 2.5 s a batch).
+GITHUB_FILES = 500
+GITHUB_SOURCE = "gh"
+GITHUB_PLAN = ((INGEST_TASK, 0), (INGEST_TASK, 0), (INGEST_TASK, 100), (INGEST_TASK, 200), (INGEST_TASK, 300))
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """What the workers back-fill while they are killed: a source of `files` units, and the kills to make."""
+
+    source: str
+    files: int
+    plan: tuple[tuple[str, int], ...]
+
+
 SOFT_LIMIT_S, HARD_LIMIT_S, VISIBILITY_S = 6, 7, 8
 _RECEIVED = re.compile(r"Task tm\.\w+\[(?P<id>[0-9a-f-]+)\] received")
 _TOOK = re.compile(r"\] succeeded in (?P<s>[0-9.]+)s")
@@ -134,6 +152,7 @@ class Crew:
     """The cluster's workers, one per slot of `CONCURRENCY`, each restarted in its slot; what the kills did."""
 
     cluster: Cluster
+    backfill: Backfill
     slots: list[subprocess.Popen[bytes]]
     orphaned: list[int] = field(default_factory=list)  # per whole kill, the messages it left unacknowledged
     committed: list[int] = field(default_factory=list)  # per whole kill, the files committed then
@@ -180,7 +199,7 @@ class Crew:
         worker.wait(timeout=10)
         self.last_kill_ms = redis_ms(self.cluster)
         self.orphaned.append(held)
-        self.committed.append(self.cluster.committed(SOURCE))
+        self.committed.append(self.cluster.committed(self.backfill.source))
         self.killed.append(worker.pid)
         self.slots[slot] = self.cluster.start_worker(concurrency=CONCURRENCY[slot])
         return True
@@ -215,19 +234,19 @@ def _longest_task_s(cluster: Cluster) -> float:
 
 
 def _run(crew: Crew, rng: random.Random, within_s: float) -> None:
-    """Make the kills of `PLAN`, sweeping whenever only dead workers' messages are left, until every file is
-    committed and the queues are empty."""
-    cluster, plan = crew.cluster, list(PLAN)
+    """Make the kills of the backfill's plan, sweeping whenever only dead workers' messages are left, until every
+    unit is committed and the queues are empty."""
+    cluster, plan, source, files = crew.cluster, list(crew.backfill.plan), crew.backfill.source, crew.backfill.files
     deadline = time.monotonic() + within_s
-    while not (done := cluster.committed(SOURCE) == FILES and cluster.idle()) or plan:
+    while not (done := cluster.committed(source) == files and cluster.idle()) or plan:
         assert not done, f"the backfill ended before the kills {plan}: the test proves little"
         deliveries = _deliveries(cluster)
         assert time.monotonic() < deadline, (
-            f"kills left: {plan}; {cluster.committed(SOURCE)} files committed; queues empty: {cluster.queues_empty()}; "
+            f"kills left: {plan}; {cluster.committed(source)} units committed; queues empty: {cluster.queues_empty()}; "
             f"unacknowledged: {deliveries}; workers alive: {[w.poll() is None for w in cluster.workers]}; {crew}"
         )
-        task, after = plan[0] if plan else ("", FILES)
-        if cluster.committed(SOURCE) >= after and (busy := crew.busy(deliveries, task)):
+        task, after = plan[0] if plan else ("", files)
+        if cluster.committed(source) >= after and (busy := crew.busy(deliveries, task)):
             if crew.kill(rng.choice(busy)):
                 plan.pop(0)
             time.sleep(rng.uniform(0.1, 0.4))
@@ -237,9 +256,9 @@ def _run(crew: Crew, rng: random.Random, within_s: float) -> None:
             time.sleep(0.05)
 
 
-def test_whole_workers_killed_during_a_backfill_lose_duplicate_and_strand_nothing(
-    cluster: Cluster, tmp_path: Path, figures: Figures
-) -> None:
+def _kill_through(cluster: Cluster, backfill: Backfill, within_s: float) -> tuple[Crew, float]:
+    """Start the workers, queue the source's sync, and make the plan's kills until every unit is committed; the crew
+    and the seconds from the sync on."""
     cluster.extra_env.update(
         {
             "TINYMEMORY_TASK_SOFT_LIMIT_S": str(SOFT_LIMIT_S),
@@ -247,30 +266,57 @@ def test_whole_workers_killed_during_a_backfill_lose_duplicate_and_strand_nothin
             "TINYMEMORY_VISIBILITY_TIMEOUT_S": str(VISIBILITY_S),
         }
     )
-    folder = tmp_path / "notes"
-    _write_notes(folder)
-    cluster.add_folder(SOURCE, folder)
-    crew = Crew(cluster, [cluster.start_worker(concurrency=n) for n in CONCURRENCY])
+    crew = Crew(cluster, backfill, [cluster.start_worker(concurrency=n) for n in CONCURRENCY])
     cluster.wait(lambda: all(worker_children(w) for w in crew.slots), 60, "workers started")
     started = time.monotonic()
-    assert cluster.sync(SOURCE)
-    _run(crew, random.Random(19), within_s=90)
-    took = time.monotonic() - started
+    assert cluster.sync(backfill.source)
+    _run(crew, random.Random(19), within_s)
+    return crew, time.monotonic() - started
 
-    lost, duplicated = exactly_once((str(p.resolve()) for p in folder.rglob("*.md")), cluster.items(SOURCE))
-    stuck, lapsing = stuck_after_kills(cluster, SOURCE, crew.last_kill_ms), len(job_holds(cluster, SOURCE))
-    letters = cluster.state().dead_letters(SOURCE)
+
+def _check(cluster: Cluster, crew: Crew, expected: Iterable[str], took: float, figures: Figures, what: str) -> None:
+    """Print the figures of the kills and assert that every unit was stored exactly once, nothing stranded."""
+    source = crew.backfill.source
+    lost, duplicated = exactly_once(expected, cluster.items(source))
+    stuck, lapsing = stuck_after_kills(cluster, source, crew.last_kill_ms), len(job_holds(cluster, source))
+    letters = cluster.state().dead_letters(source)
     survivors = _survivors(crew.killed)
     figures(
         f"items lost: {lost}; duplicated: {duplicated}; stuck: {stuck} (queued, unacknowledged or leased); "
         f"dead letters: {len(letters)}; processes outliving their worker: {survivors}",
-        f"{FILES} files through two workers, {len(crew.killed)} SIGKILLed whole (messages each left unacknowledged: "
-        f"{crew.orphaned}; files committed at each: {crew.committed}; frozen between two messages and let go: "
-        f"{crew.spared}); "
+        f"{crew.backfill.files} {what} through two workers, {len(crew.killed)} SIGKILLed whole (messages each left "
+        f"unacknowledged: {crew.orphaned}; units committed at each: {crew.committed}; frozen between two messages "
+        f"and let go: {crew.spared}); "
         f"{crew.sweeps} restarts past the {VISIBILITY_S} s visibility timeout put them back; all stored after "
         f"{took:.0f} s, the longest task {_longest_task_s(cluster):.1f} s (hard limit {HARD_LIMIT_S} s); "
         f"job-lease holds of killed processes still lapsing: {lapsing}",
     )
-    assert len(crew.killed) == len(PLAN) and min(crew.orphaned) >= 1 and max(crew.committed) < FILES
+    plan = crew.backfill.plan
+    assert len(crew.killed) == len(plan) and min(crew.orphaned) >= 1 and max(crew.committed) < crew.backfill.files
     assert crew.sweeps >= 1, "no message waited for the visibility timeout: the test proves little"
     assert (lost, duplicated, stuck, len(letters), survivors) == (0, 0, 0, 0, 0)
+
+
+def test_whole_workers_killed_during_a_backfill_lose_duplicate_and_strand_nothing(
+    cluster: Cluster, tmp_path: Path, figures: Figures
+) -> None:
+    folder = tmp_path / "notes"
+    _write_notes(folder)
+    cluster.add_folder(SOURCE, folder)
+    crew, took = _kill_through(cluster, Backfill(SOURCE, FILES, PLAN), within_s=90)
+    _check(cluster, crew, (str(p.resolve()) for p in folder.rglob("*.md")), took, figures, "files")
+
+
+def test_whole_workers_killed_during_a_github_sync_lose_duplicate_and_strand_nothing(
+    cluster: Cluster, tmp_path: Path, figures: Figures
+) -> None:
+    with SlowGitHub() as github:
+        github.add_repo(REPO, pages_repo(tmp_path / "repo", GITHUB_FILES))
+        cluster.extra_env["TINYMEMORY_GITHUB_API_URL"] = github.url
+        request = SourceRequest(kind="github", target=REPO, id=GITHUB_SOURCE)
+        cluster.state().put_source(REGISTRY.configure(request))
+        crew, took = _kill_through(cluster, Backfill(GITHUB_SOURCE, GITHUB_FILES, GITHUB_PLAN), within_s=120)
+        blobs = github.count("blob")
+    _check(
+        cluster, crew, [page_path(n) for n in range(GITHUB_FILES)], took, figures, f"GitHub files ({blobs} blob reads)"
+    )
