@@ -10,6 +10,7 @@ from pipeline.scrub._keys import has_private_key, redact_private_keys
 from pipeline.scrub._markers import redact_markers
 from pipeline.scrub._needles import FoldedText
 from pipeline.scrub._pii import has_identifier, redact_identifiers
+from pipeline.scrub._precheck import nothing_to_scrub
 from pipeline.scrub._report import DEFAULT_POLICY, SPEC_RULES, Policy, SanitizationReport, Sanitized
 from pipeline.scrub._shapes import has_credential_shape, redact_shapes
 from pipeline.scrub._values import is_placeholder
@@ -62,6 +63,13 @@ def sanitize_text(text: str, policy: Policy = DEFAULT_POLICY) -> Sanitized[str]:
     something to redact, and the report sums the passes. Every pass that changes the text removes some of
     what is not a redaction token, so the passes end; the bound is a backstop.
     """
+    if nothing_to_scrub((text,), policy):
+        return Sanitized(text, SanitizationReport())  # most texts: every stage's cheap exit, taken at once
+    return sanitize_fully(text, policy)
+
+
+def sanitize_fully(text: str, policy: Policy) -> Sanitized[str]:
+    """`sanitize_text` without the shortcut of `_precheck`: every stage runs (what the shortcut must equal)."""
     first, found = _sanitize_once(text, policy)
     if found is None:
         return Sanitized(first, SanitizationReport())  # most texts: one pass that replaced nothing
