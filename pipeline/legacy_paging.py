@@ -1,138 +1,155 @@
-"""Paging v1 tables in key order, a page a query, with keys bound back exactly as SQLite holds them.
+"""Reading a v1 table in key order in one pass, its rows grouped by their exact key.
 
-Each page is `... WHERE key > <last key> ORDER BY key LIMIT n`. The last key is bound as stored: text as its
-own bytes (`CAST(? AS TEXT)`), anything else as it is. Decoded text would not do, since a key whose bytes are
-not UTF-8 reads back with replacement characters that compare differently: the next page would repeat or
-miss rows, and a group's own query would find none. A page that does not start past the key before it stops
-the read (`LegacySqliteError`) rather than loop.
+A section reads its table through one statement, `... WHERE key > <start> ORDER BY key, ...`, fetched a page
+at a time. v1 has no index on the group keys of `mem_tree_chunks` and `episodic_log`, so a query a page (as
+this module once made) scanned and sorted the whole table once a page: a time growing with the square of the
+table. The statement stays open while its section is read (the database keeps one read snapshot for it, as
+any reader does), and is closed when the section ends or its reader is closed.
+
+Rows are grouped by their keys as SQLite holds them (`Keys`): text as its own bytes, anything else as it is.
+Decoded text would not do, since keys whose bytes are not UTF-8 read back with replacement characters, and
+two of them could then look the same. A key is read once, however many rows share it: a section of one row
+a key (documents, learnings, profile) takes the first. A start key is bound back exactly (`CAST(? AS TEXT)`
+for text); a checkpoint's (decoded text) as it is.
+
+Text is decoded by SQLite's own (fast) decoder until a value is not UTF-8; from then on the connection reads
+bad bytes as replacement characters, so one damaged row cannot stop an import: its statement starts again
+past the last group it yielded.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from pipeline.legacy_checkpoint import ChunkKey
 from pipeline.legacy_errors import LegacySqliteError
 from pipeline.legacy_schema import lenient_text
 
-Exact = tuple[Any, bool]
-"""A key as SQLite holds it: its text's bytes and True, or any other value and False."""
 Row = Sequence[Any]
-Pair = tuple[Exact, Exact]
+Keys = tuple[Any, ...]
+"""A row's keys as SQLite holds them, flat: for each key column, whether it is text, then its text's bytes
+(or, when not text, its value)."""
+
+_NOT_UTF8 = "Could not decode to UTF-8"
 
 
-def bound(name: str) -> str:
-    """The SQL that binds the exact key given as parameters `name` and `name_text`."""
-    return f"(CASE WHEN :{name}_text THEN CAST(:{name} AS TEXT) ELSE :{name} END)"
+@dataclass(frozen=True)
+class Scan:
+    """The rows of `table` whose `keys` are all set and where `only` holds, ordered by the keys and then by
+    `then`: `columns`, then the keys' exact values (which `groups` takes off again)."""
+
+    conn: sqlite3.Connection
+    table: str
+    columns: str
+    keys: tuple[str, ...]
+    then: str = ""
+    only: str = "TRUE"
+
+    def sql(self, start: Keys | None) -> str:
+        exact = (
+            f"typeof({k}) = 'text', CASE WHEN typeof({k}) = 'text' THEN CAST({k} AS BLOB) ELSE {k} END"
+            for k in self.keys
+        )
+        present = " AND ".join(f"{key} IS NOT NULL" for key in self.keys)
+        past = "TRUE" if start is None else _past(self.keys)
+        order = ", ".join((*self.keys, self.then) if self.then else self.keys)
+        return (
+            f"SELECT {self.columns}, {', '.join(exact)} FROM {self.table} "
+            f"WHERE {present} AND {past} AND {self.only} ORDER BY {order}"
+        )
 
 
-def params(name: str, exact: Exact | None) -> dict[str, Any]:
-    value, is_text = exact if exact is not None else (None, False)
-    return {name: value, f"{name}_text": is_text}
+def checkpoint_keys(*values: str) -> Keys:
+    """A checkpoint's keys (decoded text), bound as they are."""
+    return tuple(part for value in values for part in (False, value))
 
 
-def exact_tail(key: str) -> str:
-    """Columns to select after a row's own, from which `exact_of` recovers `key` exactly."""
-    return f"typeof({key}) = 'text', CAST({key} AS BLOB)"
-
-
-def exact_of(row: Row, key_at: int) -> Exact:
-    """The exact key of a row that ends with `exact_tail` of the key in column `key_at`."""
-    is_text, stored = row[-2], row[-1]
-    return (stored, True) if is_text else (row[key_at], False)
-
-
-def key_pages(
-    conn: sqlite3.Connection,
-    key: str,
-    columns: str,
-    table: str,
-    after: str | None,
-    page_size: int,
-    only: str = "TRUE",
-) -> Iterator[list[tuple[Row, Exact]]]:
-    """Pages of `columns` (the key first) of rows with a key, ascending, after `after`, where `only` holds."""
-    sql = (
-        f"SELECT {columns}, {exact_tail(key)} FROM {table} "
-        f"WHERE {key} IS NOT NULL AND (:k IS NULL OR {key} > {bound('k')}) AND {only} ORDER BY {key} LIMIT :n"
-    )
-    cursor: Exact | None = (after, False) if after is not None else None
+def groups(scan: Scan, start: Keys | None, page_size: int) -> Iterator[list[Row]]:
+    """Each key's rows (their `columns` only), keys ascending, past `start`; a group is yielded once whole.
+    SQLite's failures are `LegacySqliteError`."""
     while True:
-        rows = query(conn, sql, {**params("k", cursor), "n": page_size})
-        page = [(row[:-2], exact_of(row, 0)) for row in rows]
-        if page:
-            _check_progress(cursor, page[0][1], table)
-            cursor = page[-1][1]
-            yield page
-        if len(rows) < page_size:
+        cursor = _execute(scan.conn, scan.sql(start), _params(start))
+        try:
+            for keys, rows in _runs(cursor, 2 * len(scan.keys), page_size):
+                yield rows
+                start = keys
             return
+        except sqlite3.Error as err:
+            _read_leniently(scan.conn, err)  # and read again, past the last whole group
+        finally:
+            with suppress(sqlite3.Error):  # the connection may be closed already
+                cursor.close()
 
 
-def pair_pages(
-    conn: sqlite3.Connection, after: ChunkKey | None, page_size: int
-) -> Iterator[list[tuple[tuple[Any, Any], Pair]]]:
-    """Pages of the distinct `(source_kind, source_id)` pairs of `mem_tree_chunks`, ascending, after `after`."""
-    sql = (
-        f"SELECT DISTINCT source_kind, source_id, {exact_tail('source_kind')}, {exact_tail('source_id')} "
-        "FROM mem_tree_chunks WHERE source_kind IS NOT NULL AND source_id IS NOT NULL AND (:kind IS NULL "
-        f"OR source_kind > {bound('kind')} OR (source_kind = {bound('kind')} AND source_id > {bound('source')})) "
-        "ORDER BY source_kind, source_id LIMIT :n"
-    )
-    cursor: Pair | None = None
-    if after is not None:
-        cursor = ((after.source_kind, False), (after.source_id, False))
-    while True:
-        rows = query(conn, sql, {**pair_params(cursor), "n": page_size})
-        page = [((row[0], row[1]), (exact_of(row[:4], 0), exact_of(row, 1))) for row in rows]
-        if page:
-            _check_progress(cursor, page[0][1], "mem_tree_chunks")
-            cursor = page[-1][1]
-            yield page
-        if len(rows) < page_size:
-            return
-
-
-def pair_params(pair: Pair | None, names: tuple[str, str] = ("kind", "source")) -> dict[str, Any]:
-    return {**params(names[0], pair[0] if pair else None), **params(names[1], pair[1] if pair else None)}
+def first_rows(scan: Scan, after: str | None, page_size: int) -> Iterator[Row]:
+    """The first row of each key, keys ascending, past the checkpoint key `after`."""
+    for rows in groups(scan, None if after is None else checkpoint_keys(after), page_size):
+        yield rows[0]
 
 
 def query(conn: sqlite3.Connection, sql: str, bound_params: dict[str, Any]) -> list[Any]:
-    """All rows of one query; SQLite's failures are `LegacySqliteError`.
-
-    Text is decoded by SQLite's own (fast) decoder until a value is not UTF-8; from then on the connection
-    reads bad bytes as replacement characters, so one damaged row cannot stop an import.
-    """
-    try:
+    """All rows of one query; SQLite's failures are `LegacySqliteError`."""
+    while True:
+        cursor = _execute(conn, sql, bound_params)
         try:
-            return conn.execute(sql, bound_params).fetchall()
-        except sqlite3.OperationalError as err:
-            if conn.text_factory is lenient_text or not str(err).startswith("Could not decode to UTF-8"):
-                raise
-            conn.text_factory = lenient_text
-            return conn.execute(sql, bound_params).fetchall()
-    except sqlite3.Error as err:
+            return cursor.fetchall()
+        except sqlite3.Error as err:
+            _read_leniently(conn, err)
+
+
+def _runs(cursor: sqlite3.Cursor, width: int, page_size: int) -> Iterator[tuple[Keys, list[Row]]]:
+    """The cursor's rows in runs of equal keys (the last `width` columns, taken off)."""
+    current: Keys | None = None
+    rows: list[Row] = []
+    for page in iter(partial(cursor.fetchmany, page_size), []):
+        for row in page:
+            keys = row[-width:]
+            if keys != current:
+                if current is not None:
+                    yield current, rows
+                current, rows = keys, []
+            rows.append(row[:-width])
+    if current is not None:
+        yield current, rows
+
+
+def _execute(conn: sqlite3.Connection, sql: str, bound_params: dict[str, Any]) -> sqlite3.Cursor:
+    while True:
+        try:
+            return conn.execute(sql, bound_params)
+        except sqlite3.Error as err:
+            _read_leniently(conn, err)
+
+
+def _read_leniently(conn: sqlite3.Connection, err: sqlite3.Error) -> None:
+    """After a value that is not UTF-8, read bad bytes as replacement characters from now on (the caller
+    then reads again); any other failure, or one while reading leniently, is `LegacySqliteError`."""
+    if conn.text_factory is lenient_text or not str(err).startswith(_NOT_UTF8):
         raise LegacySqliteError(f"reading the v1 workspace failed: {err}") from err
+    conn.text_factory = lenient_text
 
 
-def _check_progress(cursor: Exact | Pair | None, first: Exact | Pair, table: str) -> None:
-    if cursor is not None and _order(first) <= _order(cursor):
-        raise LegacySqliteError(f"{table} keys do not sort as SQLite sorts them; the workspace may be damaged")
+def _bound(n: int) -> str:
+    """Start key `n`, bound exactly from the parameters `k{n}` and `k{n}_text`."""
+    return f"(CASE WHEN :k{n}_text THEN CAST(:k{n} AS TEXT) ELSE :k{n} END)"
 
 
-def _order(key: Exact | Pair) -> tuple[Any, ...]:
-    """An exact key (or a pair of them) as SQLite sorts it: numbers, then text by its bytes, then blobs."""
-    first, second = key
-    if isinstance(first, tuple) and isinstance(second, tuple):
-        return (_order_one(first), _order_one(second))
-    return _order_one((first, bool(second)))
+def _past(keys: tuple[str, ...]) -> str:
+    """Rows whose keys sort after the start keys: a greater first key, or an equal one and a greater next."""
+    alternatives = []
+    for n, key in enumerate(keys):
+        equal = [f"{keys[m]} = {_bound(m)}" for m in range(n)]
+        alternatives.append("(" + " AND ".join([*equal, f"{key} > {_bound(n)}"]) + ")")
+    return "(" + " OR ".join(alternatives) + ")"
 
 
-def _order_one(key: Exact) -> tuple[int, Any]:
-    value, is_text = key
-    if is_text:
-        return (1, value)
-    if isinstance(value, str):
-        return (1, value.encode("utf-8"))
-    return (2, value) if isinstance(value, bytes) else (0, value)
+def _params(start: Keys | None) -> dict[str, Any]:
+    pairs = zip(start[::2], start[1::2], strict=True) if start is not None else ()
+    params: dict[str, Any] = {}
+    for n, (is_text, value) in enumerate(pairs):
+        params[f"k{n}_text"], params[f"k{n}"] = is_text, value
+    return params

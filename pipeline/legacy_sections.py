@@ -1,14 +1,14 @@
-"""Reading the five sections of a v1 workspace in key order, a page a query (spec legacy-import §5).
+"""Reading the five sections of a v1 workspace in key order (spec legacy-import §5).
 
 Each section yields `(section, key, item)` for the rows that become items, in ascending key order, starting
 after the key it is given. A row that maps to nothing moves the scan on and is counted in `ReadStats` with
-its reason. Paging is `pipeline.legacy_paging`.
+its reason. Each section is one pass over its table (`pipeline.legacy_paging`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -30,7 +30,7 @@ from pipeline.legacy_mapping import (
     learning_rows_sql,
     profile_item,
 )
-from pipeline.legacy_paging import Row, bound, exact_of, exact_tail, key_pages, pair_pages, pair_params, params, query
+from pipeline.legacy_paging import Scan, checkpoint_keys, first_rows, groups
 from pipeline.legacy_schema import ChunkStore, MainStore, Opened
 from pipeline.legacy_values import is_blank, text_of
 
@@ -80,80 +80,51 @@ def _memory_docs(
     mapping: Callable[[DocRow, Origin], Mapped],
     only: str = "TRUE",
 ) -> Iterator[Read]:
-    for page in key_pages(main.conn, "document_id", main.doc_columns, "memory_docs", after, page_size, only):
-        for row, _ in page:
-            read = _account(section, row[0], _mapped(mapping, DocRow(*row), origin), stats)
-            if read is not None:
-                yield read
+    scan = Scan(main.conn, "memory_docs", main.doc_columns, ("document_id",), only=only)
+    for row in first_rows(scan, after, page_size):
+        read = _account(section, row[0], _mapped(mapping, DocRow(*row), origin), stats)
+        if read is not None:
+            yield read
 
 
 def _profile(main: MainStore, after: str | None, page_size: int, stats: ReadStats, origin: Origin) -> Iterator[Read]:
-    for page in key_pages(main.conn, "facet_id", main.facet_columns, "user_profile", after, page_size):
-        for row, _ in page:
-            read = _account("profile", row[0], _mapped(profile_item, FacetRow(*row), origin), stats)
-            if read is not None:
-                yield read
+    scan = Scan(main.conn, "user_profile", main.facet_columns, ("facet_id",))
+    for row in first_rows(scan, after, page_size):
+        read = _account("profile", row[0], _mapped(profile_item, FacetRow(*row), origin), stats)
+        if read is not None:
+            yield read
 
 
 def _conversations(
     main: MainStore, after: str | None, page_size: int, stats: ReadStats, origin: Origin
 ) -> Iterator[Read]:
-    # v1 has no index on session_id, so a query per session would scan the log once per session: the turns
-    # of a page's sessions are read together, by key range, and grouped here.
-    turns_sql = (
-        f"SELECT {main.turn_columns}, session_id, {exact_tail('session_id')} FROM episodic_log "
-        f"WHERE session_id >= {bound('lo')} AND session_id <= {bound('hi')} ORDER BY session_id, timestamp, id"
-    )
-    for page in key_pages(main.conn, "session_id", "DISTINCT session_id", "episodic_log", after, page_size):
-        found = query(main.conn, turns_sql, {**params("lo", page[0][1]), **params("hi", page[-1][1])})
-        turns = _grouped(found, lambda row: exact_of(row, -3))
-        for (session_id,), exact in page:
-            rows = [TurnRow(*row[:5]) for row in turns.get(exact, [])]
-            session = text_of(session_id) or ""
-            mapped = _mapped(conversation_item, session, rows, origin)
-            stats.rows += len(rows)
-            dropped = sum(1 for row in rows if is_blank(text_of(row.content)))
-            read = _account_group("conversations", session, mapped, len(rows), dropped, stats)
-            if read is not None:
-                yield read
+    scan = Scan(main.conn, "episodic_log", f"{main.turn_columns}, session_id", ("session_id",), "timestamp, id")
+    for found in groups(scan, None if after is None else checkpoint_keys(after), page_size):
+        rows = [TurnRow(*row[:5]) for row in found]
+        session = text_of(found[0][5]) or ""
+        mapped = _mapped(conversation_item, session, rows, origin)
+        stats.rows += len(rows)
+        dropped = sum(1 for row in rows if is_blank(text_of(row.content)))
+        read = _account_group("conversations", session, mapped, len(rows), dropped, stats)
+        if read is not None:
+            yield read
 
 
 def _chunk_groups(
     store: ChunkStore, after: ChunkKey | None, page_size: int, stats: ReadStats, origin: Origin
 ) -> Iterator[Read]:
-    # As for sessions: one query for the chunks of a page of groups.
-    chunks_sql = (
-        f"SELECT {store.chunk_columns}, source_kind, {exact_tail('source_kind')}, source_id, "
-        f"{exact_tail('source_id')} FROM mem_tree_chunks "
-        f"WHERE (source_kind, source_id) >= ({bound('lo_kind')}, {bound('lo_source')}) "
-        f"AND (source_kind, source_id) <= ({bound('hi_kind')}, {bound('hi_source')}) "
-        "ORDER BY source_kind, source_id, seq_in_source, id"
-    )
-    for page in pair_pages(store.conn, after, page_size):
-        bounds = {
-            **pair_params(page[0][1], ("lo_kind", "lo_source")),
-            **pair_params(page[-1][1], ("hi_kind", "hi_source")),
-        }
-        chunks = _grouped(
-            query(store.conn, chunks_sql, bounds), lambda row: (exact_of(row[:-3], -3), exact_of(row, -3))
-        )
-        for (kind, source), exact in page:
-            rows = chunks.get(exact, [])
-            texts = [ChunkText(_chunk_text(store.content_dir, row[4], row[3]), row[1], row[2]) for row in rows]
-            key = ChunkKey(source_kind=text_of(kind) or "", source_id=text_of(source) or "")
-            mapped = _mapped(chunk_group_item, key.source_kind, key.source_id, texts, origin)
-            stats.rows += len(rows)
-            dropped = sum(1 for chunk in texts if is_blank(chunk.text))
-            read = _account_group("chunks", key, mapped, len(rows), dropped, stats)
-            if read is not None:
-                yield read
-
-
-def _grouped(rows: list[Row], key: Callable[[Row], Hashable]) -> dict[Hashable, list[Row]]:
-    groups: dict[Hashable, list[Row]] = {}
-    for row in rows:
-        groups.setdefault(key(row), []).append(row)
-    return groups
+    columns = f"{store.chunk_columns}, source_kind, source_id"
+    scan = Scan(store.conn, "mem_tree_chunks", columns, ("source_kind", "source_id"), "seq_in_source, id")
+    start = None if after is None else checkpoint_keys(after.source_kind, after.source_id)
+    for rows in groups(scan, start, page_size):
+        texts = [ChunkText(_chunk_text(store.content_dir, row[4], row[3]), row[1], row[2]) for row in rows]
+        key = ChunkKey(source_kind=text_of(rows[0][5]) or "", source_id=text_of(rows[0][6]) or "")
+        mapped = _mapped(chunk_group_item, key.source_kind, key.source_id, texts, origin)
+        stats.rows += len(rows)
+        dropped = sum(1 for chunk in texts if is_blank(chunk.text))
+        read = _account_group("chunks", key, mapped, len(rows), dropped, stats)
+        if read is not None:
+            yield read
 
 
 # Called once a row, so they return rather than yield: a generator a row cost more than the counting.
