@@ -48,6 +48,7 @@ from engines.local.embed import Embedder, Vectors
 from engines.local.feed import store_items
 from engines.local.fusion import fusion_for
 from engines.local.openai import ChatSynthesizer
+from engines.local.postings import Postings
 from engines.local.ranking import Rankers, Ranking, RankRequest, rank
 from engines.local.recall import extractive_answer
 from engines.local.search import TermCounts
@@ -128,6 +129,7 @@ class LocalEngine(MemoryEngine):
             counts=TermCounts(),
             min_similarity=min_similarity,
             fusion=fusion_for(self._embedder),
+            postings=Postings(),
         )
         self._backlog = VectorBacklog(self._db, self._embedder, str(self._db.path))
         self._opened = threading.Event()

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from engines.contract import FetchMode
 from engines.local import pending
 from engines.local.fusion import Fusion, feedback_query, fuse, fuse_ranks
+from engines.local.postings import Postings
 from engines.local.search import Ranked, TermCounts, keyword_ranking, vector_ranking
 from engines.local.vectors import VectorIndex
 from engines.local.where import Where
@@ -49,12 +50,14 @@ class RankRequest:
 
 @dataclass(frozen=True, slots=True)
 class Rankers:
-    """What ranking reads with: the engine's vector copy, term counts, similarity floor and fusion weights."""
+    """What ranking reads with: the engine's vector copy, term counts, similarity floor, fusion weights, and the
+    words' scores kept while the index is at rest (None: FTS5 scores every query)."""
 
     vectors: VectorIndex
     counts: TermCounts
     min_similarity: float
     fusion: Fusion
+    postings: Postings | None = None
 
 
 def rank(conn: sqlite3.Connection, req: RankRequest, rankers: Rankers) -> Ranking:
@@ -64,7 +67,7 @@ def rank(conn: sqlite3.Connection, req: RankRequest, rankers: Rankers) -> Rankin
     def by_keyword() -> list[Ranked]:
         nonlocal keyword
         if keyword is None:
-            keyword = keyword_ranking(conn, req.where, req.query, req.want, rankers.counts)
+            keyword = keyword_ranking(conn, req.where, req.query, req.want, rankers.counts, rankers.postings)
         return keyword
 
     if req.mode is FetchMode.KEYWORD or req.vector is None:

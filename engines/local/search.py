@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from engines.local.postings import Postings
 from engines.local.vectors import Snapshot
 from engines.local.where import Where
 from engines.local.words import search_words
@@ -92,20 +93,31 @@ def informative_words(conn: sqlite3.Connection, words: list[str], counts: TermCo
     return kept or [min(words, key=lambda w: frequency[w])]
 
 
-def keyword_ranking(conn: sqlite3.Connection, where: Where, query: str, want: int, counts: TermCounts) -> list[Ranked]:
-    """Items whose passages match a word of `query` (stop words aside), by their best passage's BM25."""
-    match = fts_query(informative_words(conn, search_words(query), counts))
+def keyword_ranking(
+    conn: sqlite3.Connection,
+    where: Where,
+    query: str,
+    want: int,
+    counts: TermCounts,
+    postings: Postings | None = None,
+) -> list[Ranked]:
+    """Items whose passages match a word of `query` (stop words aside), by their best passage's BM25; the words'
+    scores from `postings` while the index is at rest there."""
+    words = informative_words(conn, search_words(query), counts)
+    match = fts_query(words)
     if match is None:
         return []
     limit = max(want * 3, 100)
     for _ in range(_CHECK_ROUNDS):
         # Rank in the index alone, then filter the best passages: joining every match to its item
         # before sorting costs several times more when a common word matches most of the file.
-        rows = conn.execute(
-            "SELECT rowid, bm25(passage_text) AS rank FROM passage_text WHERE passage_text MATCH ? "
-            "ORDER BY rank, rowid LIMIT ?",
-            (match, limit),
-        ).fetchall()
+        rows = None if postings is None else postings.top(conn, words, limit)
+        if rows is None:
+            rows = conn.execute(
+                "SELECT rowid, bm25(passage_text) AS rank FROM passage_text WHERE passage_text MATCH ? "
+                "ORDER BY rank, rowid LIMIT ?",
+                (match, limit),
+            ).fetchall()
         owners = _admitted_owners(conn, where, [rowid for rowid, _ in rows])
         ranked = _first_per_item((owners[rowid], rowid, -rank) for rowid, rank in rows if rowid in owners)
         if len(ranked) >= want or len(rows) < limit:
