@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 REGISTRY = CollectorRegistry()
 REQUESTS = Counter("tinymemory_api_requests_total", "API requests answered", ["route", "status"], registry=REGISTRY)
@@ -21,13 +21,34 @@ SECONDS = Histogram(
 
 def count_requests(app: FastAPI) -> None:
     """Count every request by its route's template (not its path: ids would explode the label set)."""
+    app.add_middleware(RequestMetrics)
 
-    @app.middleware("http")
-    async def measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+
+class RequestMetrics:
+    """The counting, as a plain ASGI wrapper. Starlette's `BaseHTTPMiddleware` (`@app.middleware("http")`) runs
+    each request's app in a task of its own and streams its body back through a queue: under load that was a
+    tenth of the API process's CPU per keyword fetch (py-spy), for a counter and a timer."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        template = getattr(route, "path", "unmatched")
-        REQUESTS.labels(route=template, status=str(response.status_code)).inc()
-        SECONDS.labels(route=template).observe(time.perf_counter() - started)
-        return response
+        status = 500  # what the server answers when the app raises before it starts a response
+
+        async def counted(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counted)
+        finally:
+            # The router writes the matched route into the scope it was given, this one.
+            template = getattr(scope.get("route"), "path", "unmatched")
+            REQUESTS.labels(route=template, status=str(status)).inc()
+            SECONDS.labels(route=template).observe(time.perf_counter() - started)

@@ -291,7 +291,10 @@ class LocalEngine(MemoryEngine):
     ) -> _Hits:
         """Hits ranked `skip` to `want` (exclusive); only those are read back from the file."""
         await self._open()
-        window = ranking_window(want * 4 if refers_to is not None else want)
+        # Keyword's first items are the same however deep it reads (a plain sort, unlike a fusion or a time hint):
+        # it reads only as deep as this page.
+        plain = mode is FetchMode.KEYWORD and refers_to is None
+        window = want if plain else ranking_window(want * 4 if refers_to is not None else want)
         vector = None if mode is FetchMode.KEYWORD else await self._query_vector(query)
         request = RankRequest(filter_where(self._tenant, filter), query, mode, vector, window)
 

@@ -19,6 +19,7 @@ from engines.local.where import Where
 from engines.local.words import search_words
 
 _CHECK_CHUNK = 512
+_FIRST_CHECK = 16
 _CHECK_ROUNDS = 4
 _PRUNE_FROM_PASSAGES = 2_000
 _COUNT_MATCHES = "SELECT count(*) FROM passage_text WHERE passage_text MATCH ?"
@@ -118,12 +119,29 @@ def keyword_ranking(
                 "ORDER BY rank, rowid LIMIT ?",
                 (match, limit),
             ).fetchall()
-        owners = _admitted_owners(conn, where, [rowid for rowid, _ in rows])
-        ranked = _first_per_item((owners[rowid], rowid, -rank) for rowid, rank in rows if rowid in owners)
+        ranked = _first_admitted(conn, where, rows, want)
         if len(ranked) >= want or len(rows) < limit:
-            return ranked[:want]
+            return ranked
         limit *= 4
     return _keyword_filtered_first(conn, where, match, want)
+
+
+def _first_admitted(conn: sqlite3.Connection, where: Where, rows: list[tuple[int, float]], want: int) -> list[Ranked]:
+    """The first `want` items, in the order of their best passages among `rows` (rowid, bm25), that `where`
+    admits. The rows are checked a few at a time, as a filter that admits most items needs only the first few."""
+    ranked: list[Ranked] = []
+    seen: set[int] = set()
+    start, step = 0, max(want * 2, _FIRST_CHECK)
+    while start < len(rows) and len(ranked) < want:
+        chunk = rows[start : start + step]
+        owners = _admitted_owners(conn, where, [rowid for rowid, _ in chunk])
+        for rowid, rank in chunk:
+            seq = owners.get(rowid)
+            if seq is not None and seq not in seen:
+                seen.add(seq)
+                ranked.append(Ranked(seq, rowid, -float(rank)))
+        start, step = start + len(chunk), step * 2
+    return ranked[:want]
 
 
 def _admitted_owners(conn: sqlite3.Connection, where: Where, rowids: list[int]) -> dict[int, int]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from api.metrics import REGISTRY
 from engines.contract import (
     ConflictError,
     EngineError,
@@ -84,7 +85,19 @@ async def test_readiness_follows_the_engines_health(tmp_path: Path) -> None:
 
 
 async def test_metrics_count_requests_by_route(tmp_path: Path) -> None:
-    async with open_api(tmp_path, FailingEngine()) as api:
+    def counted(route: str, status: int) -> float:
+        value = REGISTRY.get_sample_value("tinymemory_api_requests_total", {"route": route, "status": str(status)})
+        return value or 0.0
+
+    before = {key: counted(*key) for key in (("/healthz", 200), ("/readyz", 503), ("unmatched", 404))}
+    engine = FailingEngine()
+    async with open_api(tmp_path, engine) as api:
         await api.client.get("/healthz")
+        await api.client.get("/healthz")
+        engine.state = EngineHealth.down("connection refused")
+        await api.client.get("/readyz")
+        await api.client.get("/no/such/route")
         text = (await api.client.get("/metrics")).text
     assert 'tinymemory_api_requests_total{route="/healthz",status="200"}' in text
+    after = {key: counted(*key) - before[key] for key in before}
+    assert after == {("/healthz", 200): 2.0, ("/readyz", 503): 1.0, ("unmatched", 404): 1.0}
