@@ -16,17 +16,12 @@ from typing import Any, NamedTuple
 from engines.contract import (
     Conversation,
     Document,
-    DocumentBody,
     Error,
     Learning,
     LearningKind,
-    MemoryMeta,
     Role,
     SourceKind,
-    SourceRef,
     StoreItem,
-    Turn,
-    TurnRange,
 )
 from pipeline.legacy_values import (
     BLANK_CHARACTERS,
@@ -141,9 +136,15 @@ class Origin:
 
     workspace: str
 
-    def meta(self, legacy_id: str, **fields: Any) -> MemoryMeta:
-        """Root namespace, this workspace, source `import` with the row's legacy id, then `fields`."""
-        return MemoryMeta(workspace=self.workspace, source=SourceRef(kind=SourceKind.IMPORT, id=legacy_id), **fields)
+    def meta(self, legacy_id: str, **fields: Any) -> Fields:
+        """An item's `MemoryMeta`, to validate with the item: root namespace, this workspace, source `import`
+        with the row's legacy id, then `fields`."""
+        return {"workspace": self.workspace, "source": {"kind": SourceKind.IMPORT, "id": legacy_id}, **fields}
+
+
+Fields = dict[str, Any]
+"""A model's fields by name, nested models as their own fields: an item is validated once, as a whole (a
+model a part would cost a validation call of its own), with exactly the fields a constructor would get."""
 
 
 Mapped = StoreItem | Skip | None
@@ -210,13 +211,13 @@ def document_item(row: DocRow, origin: Origin) -> Mapped:
         observed_at=instant_from_seconds(row.updated_at),
     )
     title = text_of(row.title)
-    item = Document(
-        title=None if is_blank(title) else title,
-        body=DocumentBody.of_text(content),
-        mime=non_blank(metadata.get("mime")),
-        meta=meta,
-    )
-    return _checked(item)
+    fields = {
+        "title": None if is_blank(title) else title,
+        "body": {"text": content},
+        "mime": non_blank(metadata.get("mime")),
+        "meta": meta,
+    }
+    return _checked(Document, fields)
 
 
 def chunk_group_item(source_kind: str, source_id: str, chunks: Sequence[ChunkText], origin: Origin) -> Mapped:
@@ -230,16 +231,13 @@ def chunk_group_item(source_kind: str, source_id: str, chunks: Sequence[ChunkTex
     instants = [instant_from_millis(chunk.timestamp_ms) for chunk in kept]
     legacy_id = f"mem_tree_chunks:{source_kind}:{source_id}"
     observed = max((at for at in instants if at is not None), default=None)
-    item: StoreItem
     if source_kind == "chat":
-        turns = [Turn(role=Role.USER, text=c.text or "", at=at) for c, at in zip(kept, instants, strict=True)]
-        window = TurnRange(first=0, last=len(turns) - 1)
+        turns = [{"role": Role.USER, "text": c.text or "", "at": at} for c, at in zip(kept, instants, strict=True)]
+        window = {"first": 0, "last": len(turns) - 1}
         meta = origin.meta(legacy_id, thread_id=source_id, turns=window, tags=tags, observed_at=observed)
-        item = Conversation(turns=turns, meta=meta)
-    else:
-        body = "\n\n".join(chunk.text or "" for chunk in kept)
-        item = Document(body=DocumentBody.of_text(body), meta=origin.meta(legacy_id, tags=tags, observed_at=observed))
-    return _checked(item)
+        return _checked(Conversation, {"turns": turns, "meta": meta})
+    body = "\n\n".join(chunk.text or "" for chunk in kept)
+    return _checked(Document, {"body": {"text": body}, "meta": origin.meta(legacy_id, tags=tags, observed_at=observed)})
 
 
 def conversation_item(session_id: str, rows: Sequence[TurnRow], origin: Origin) -> Mapped:
@@ -251,10 +249,10 @@ def conversation_item(session_id: str, rows: Sequence[TurnRow], origin: Origin) 
     meta = origin.meta(
         f"episodic_log:{session_id}",
         thread_id=session_id,
-        turns=TurnRange(first=0, last=len(kept) - 1),
-        observed_at=kept[-1].at,
+        turns={"first": 0, "last": len(kept) - 1},
+        observed_at=kept[-1]["at"],
     )
-    return _checked(Conversation(turns=kept, meta=meta))
+    return _checked(Conversation, {"turns": kept, "meta": meta})
 
 
 def learning_item(row: DocRow, origin: Origin) -> Mapped:
@@ -271,14 +269,14 @@ def learning_item(row: DocRow, origin: Origin) -> Mapped:
     taint = _taint(row)
     if ns_class is NsClass.GLOBAL:
         meta = origin.meta(legacy_id, tags=["global", *taint], observed_at=updated)
-        return _checked(Learning(text=content, kind=LearningKind.FACT, confidence=0.5, meta=meta))
+        return _checked(Learning, {"text": content, "kind": LearningKind.FACT, "confidence": 0.5, "meta": meta})
     ns_class_name = non_blank(logical.partition(":")[2]) if ":" in logical else None
     candidate = parse_json(content)
     if isinstance(candidate, dict) and isinstance(candidate.get("key"), str) and "value" in candidate:
-        return _checked(_candidate_learning(candidate, ns_class_name, updated, taint, origin.meta(legacy_id)))
+        return _checked(Learning, _candidate_learning(candidate, ns_class_name, updated, taint, origin.meta(legacy_id)))
     tags = [ns_class_name] if ns_class_name is not None else []
     meta = origin.meta(legacy_id, tags=[*tags, *taint], observed_at=updated)
-    return _checked(Learning(text=content, kind=LearningKind.OTHER, confidence=0.5, meta=meta))
+    return _checked(Learning, {"text": content, "kind": LearningKind.OTHER, "confidence": 0.5, "meta": meta})
 
 
 def facet_gone(state: object, user_state: object) -> Skip | None:
@@ -307,19 +305,19 @@ def profile_item(row: FacetRow, origin: Origin) -> Mapped:
     meta = origin.meta(
         f"user_profile:{text_of(row.facet_id)}", tags=tags, observed_at=instant_from_seconds(row.last_seen_at)
     )
-    learning = Learning(
-        text=f"{text_of(row.key) or ''}: {value}",
-        kind=LearningKind.PREFERENCE,
-        confidence=confidence_of(row.confidence),
-        evidence=None if is_blank(evidence) else evidence,
-        meta=meta,
-    )
-    return _checked(learning)
+    learning = {
+        "text": f"{text_of(row.key) or ''}: {value}",
+        "kind": LearningKind.PREFERENCE,
+        "confidence": confidence_of(row.confidence),
+        "evidence": None if is_blank(evidence) else evidence,
+        "meta": meta,
+    }
+    return _checked(Learning, learning)
 
 
 def _candidate_learning(
-    candidate: dict[str, Any], ns_class: str | None, updated: datetime | None, taint: list[str], base: MemoryMeta
-) -> Learning:
+    candidate: dict[str, Any], ns_class: str | None, updated: datetime | None, taint: list[str], base: Fields
+) -> Fields:
     value = candidate["value"]
     text = f"{candidate['key']}: {value if isinstance(value, str) else compact_json(value)}"
     learning_class = non_blank(candidate.get("class")) or ns_class
@@ -327,25 +325,25 @@ def _candidate_learning(
     observed = candidate.get("observed_at")
     observed_at = instant_from_seconds(observed) if finite_number(observed) is not None else None
     tags = [learning_class] if learning_class is not None else []
-    return Learning(
-        text=text,
-        kind=_KIND_OF_CLASS.get(learning_class or "", LearningKind.OTHER),
-        confidence=confidence_of(candidate.get("initial_confidence")),
-        evidence=None if evidence is None else evidence if non_blank(evidence) else compact_json(evidence),
-        meta=base.model_copy(update={"tags": [*tags, *taint], "observed_at": observed_at or updated}),
-    )
+    return {
+        "text": text,
+        "kind": _KIND_OF_CLASS.get(learning_class or "", LearningKind.OTHER),
+        "confidence": confidence_of(candidate.get("initial_confidence")),
+        "evidence": None if evidence is None else evidence if non_blank(evidence) else compact_json(evidence),
+        "meta": {**base, "tags": [*tags, *taint], "observed_at": observed_at or updated},
+    }
 
 
-def _turn(row: TurnRow) -> Turn | None:
+def _turn(row: TurnRow) -> Fields | None:
     content = text_of(row.content)
     if content is None or is_blank(content):
         return None
-    return Turn(
-        role=role_of(row.role),
-        text=content,
-        at=instant_from_seconds(row.timestamp),
-        tool_calls=tool_calls_of(row.tool_calls_json),
-    )
+    return {
+        "role": role_of(row.role),
+        "text": content,
+        "at": instant_from_seconds(row.timestamp),
+        "tool_calls": tool_calls_of(row.tool_calls_json),
+    }
 
 
 def _taint(row: DocRow) -> list[str]:
@@ -357,7 +355,9 @@ def _lowered(value: object) -> str | None:
     return None if text is None else text.strip(BLANK_CHARACTERS).lower()
 
 
-def _checked(item: StoreItem) -> StoreItem | Skip:
+def _checked(model: type[Document | Conversation | Learning], fields: Fields) -> StoreItem | Skip:
+    """The item, validated (a `ValueError` when no model accepts it), or why it is skipped."""
+    item = model.model_validate(fields)
     # What store_many would refuse (text only whitespace Python strips but v1 did not, such as a no-break
     # space) is skipped here: sent, it would fail its batch again on every resume.
     try:
