@@ -196,10 +196,16 @@ def vector_ranking(
     want: int,
 ) -> list[Ranked]:
     """Items whose best embedded passage's cosine with `query` reaches `threshold`, best first."""
+    # Most filters admit most items, so the best few are read and checked first (sorting thousands of
+    # candidates and checking 512 of them was a third of a hybrid read); deeper only when too few pass.
     # One more than the filter is checked against, so a selective filter shows (see _admitted_in_order).
-    depth = _CHECK_ROUNDS * _CHECK_CHUNK + 1
-    items, rowids, scores = snapshot.best_per_item(query, threshold, depth)
+    deep = _CHECK_ROUNDS * _CHECK_CHUNK + 1
+    shallow = min(want * 2 + 1, deep)
+    items, rowids, scores = snapshot.best_per_item(query, threshold, shallow)
     admitted = _admitted_in_order(conn, where, items, want)
+    if admitted is None or (len(admitted) < want and len(items) == shallow < deep):
+        items, rowids, scores = snapshot.best_per_item(query, threshold, deep)
+        admitted = _admitted_in_order(conn, where, items, want)
     if admitted is None:
         # The filter is selective: ask SQL for the items it admits and score only those.
         allowed = np.fromiter(

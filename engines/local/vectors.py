@@ -37,7 +37,9 @@ class Snapshot:
         passage rowids, cosines). `among` restricts the search to those item seqs.
 
         Only the best passages are sorted: a window a few times `depth` deep is taken with a partial
-        sort, and widened while several passages of one item leave it short of `depth` items.
+        sort, and widened while several passages of one item leave it short of `depth` items. Equal
+        scores go by rowid, and every passage tied with the window's last is in it, so the order is the
+        same whatever the depth (a shallow read is the start of a deep one).
         """
         scores = self.matrix @ query
         mask = scores >= threshold
@@ -46,9 +48,11 @@ class Snapshot:
         chosen = np.flatnonzero(mask)
         window = min(len(chosen), max(depth * 2, 64))
         while True:
-            partial = window < len(chosen)
-            top = chosen[np.argpartition(-scores[chosen], window - 1)[:window]] if partial else chosen
-            order = top[np.argsort(-scores[top], kind="stable")]
+            top = chosen
+            if window < len(chosen):
+                cutoff = -np.partition(-scores[chosen], window - 1)[window - 1]
+                top = chosen[scores[chosen] >= cutoff]
+            order = top[np.lexsort((self.rowids[top], -scores[top]))]
             _, first = np.unique(self.items[order], return_index=True)
             best = order[np.sort(first)][:depth]
             if len(best) >= depth or window >= len(chosen):
