@@ -9,8 +9,9 @@ added in the same order) and the same order (score, then rowid).
 Scores move with any write (the passage count, the average length), so the words are kept only for one state of
 the index: its mark is the passages' AUTOINCREMENT sequence (every store moves it) and the deletion counter
 (every removal moves it), both only ever growing. Words are read whole only once the index has been at rest for
-`SETTLE_S`: while writes come (a backfill), a query goes to FTS5 as before and costs no more than it did. A
-connection still reading an older state goes to FTS5 too, and never sets the kept state back. Memory is capped at
+`SETTLE_S`, and each only at its second query in that state (reading a word whole costs about eight times what
+FTS5 spends on it in one query): while writes come (a backfill), a query goes to FTS5 as before. A connection
+still reading an older state goes to FTS5 too, and never sets the kept state back. Memory is capped at
 `MAX_POSTINGS` passages over all words, the least recently used words dropped first.
 """
 
@@ -35,6 +36,7 @@ SETTLE_S = 1.0
 Mark = tuple[int, int]
 Scores = tuple[NDArray[np.int64], NDArray[np.float64]]
 
+_MAX_ASKED = 100_000
 _MARK = (
     "SELECT (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'passages'), "
     "(SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM settings WHERE key = ?)"
@@ -59,6 +61,7 @@ class Postings:
         self._mark: Mark = (-1, -1)
         self._since = 0.0
         self._words: OrderedDict[str, Scores] = OrderedDict()
+        self._asked: set[str] = set()
         self._size = 0
 
     def top(self, conn: sqlite3.Connection, words: list[str], limit: int) -> list[tuple[int, float]] | None:
@@ -68,6 +71,8 @@ class Postings:
         if not words or limit < 1 or not self._at_rest(_mark(conn)):
             return None
         mark = self._mark
+        if not self._admitted(words):
+            return None
         found: list[Scores] = []
         for word in dict.fromkeys(words):
             scores = self._scores(conn, word, mark)
@@ -76,11 +81,22 @@ class Postings:
             found.append(scores)
         return _best(found, limit)
 
+    def _admitted(self, words: list[str]) -> bool:
+        """Whether every word is kept or asked for before in this state. Reading a word whole costs about eight
+        times what FTS5 spends on it in one query, so a word asked for once is left to FTS5."""
+        with self._lock:
+            new = [w for w in words if w not in self._words and w not in self._asked]
+            if len(self._asked) + len(new) > _MAX_ASKED:
+                self._asked.clear()
+            self._asked.update(new)
+        return not new
+
     def _at_rest(self, mark: Mark) -> bool:
         with self._lock:
             if mark != self._mark and all(now >= kept for now, kept in zip(mark, self._mark, strict=True)):
                 self._mark, self._since = mark, self._clock()
                 self._words.clear()
+                self._asked.clear()
                 self._size = 0
             return mark == self._mark and self._clock() - self._since >= self._settle_s
 

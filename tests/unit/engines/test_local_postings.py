@@ -71,6 +71,14 @@ def settled(clock: Clock, **options: int) -> Postings:
     return Postings(settle_s=1.0, clock=clock, **options)
 
 
+def kept_top(postings: Postings, conn: sqlite3.Connection, words: list[str], limit: int) -> list[tuple[int, float]]:
+    """The kept scores' answer: a word is read whole at its second query in a state."""
+    postings.top(conn, words, limit)
+    found = postings.top(conn, words, limit)
+    assert found is not None
+    return found
+
+
 def test_kept_scores_rank_exactly_as_fts5(conn: sqlite3.Connection) -> None:
     clock = Clock()
     postings = settled(clock)
@@ -80,9 +88,21 @@ def test_kept_scores_rank_exactly_as_fts5(conn: sqlite3.Connection) -> None:
     for _ in range(150):
         words = rng.sample(WORDS[:60], rng.randint(1, 4)) + rng.sample(WORDS, rng.randint(0, 2))
         for limit in (1, 7, 100, 2_000):
-            assert postings.top(conn, words, limit) == fts_top(conn, words, limit), (words, limit)
-    assert postings.top(conn, ["nowhere"], 10) == []
+            assert kept_top(postings, conn, words, limit) == fts_top(conn, words, limit), (words, limit)
+    assert kept_top(postings, conn, ["nowhere"], 10) == []
     assert postings.size > 0
+
+
+def test_a_word_is_read_whole_only_at_its_second_query(conn: sqlite3.Connection) -> None:
+    clock = Clock()
+    postings = settled(clock)
+    postings.top(conn, ["w1"], 10)
+    clock.now += 1.0
+    assert postings.top(conn, ["w2", "w3"], 10) is None  # asked once: FTS5 answers
+    assert postings.size == 0
+    assert postings.top(conn, ["w2", "w4"], 10) is None  # w4 is new: the whole query goes to FTS5
+    assert postings.top(conn, ["w2", "w3"], 10) == fts_top(conn, ["w2", "w3"], 10)
+    assert postings.size == len(fts_top(conn, ["w2"], 10**6)) + len(fts_top(conn, ["w3"], 10**6))
 
 
 def test_a_write_forgets_the_scores_until_the_index_is_at_rest_again(memory_file: Path, tmp_path: Path) -> None:
@@ -109,14 +129,14 @@ def test_a_write_forgets_the_scores_until_the_index_is_at_rest_again(memory_file
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         postings.top(conn, ["w1", "w2"], 50)  # sets the mark of the copy
         clock.now += 1.0
-        before = postings.top(conn, ["w1", "w2"], 50)
+        before = kept_top(postings, conn, ["w1", "w2"], 50)
         assert before == fts_top(conn, ["w1", "w2"], 50)
         for action in ("store", "forget"):
             asyncio.run(write(action))
             assert postings.top(conn, ["w1", "w2"], 50) is None
             assert postings.size == 0
             clock.now += 1.0
-            after = postings.top(conn, ["w1", "w2"], 50)
+            after = kept_top(postings, conn, ["w1", "w2"], 50)
             assert after == fts_top(conn, ["w1", "w2"], 50) != before
             before = after
 
@@ -142,8 +162,7 @@ def test_a_connection_reading_an_older_state_never_sets_the_kept_one_back(memory
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as new:
         assert postings.top(new, ["w3"], 5) is None
         clock.now += 1.0
-        kept = postings.top(new, ["w3"], 5)
-        assert kept is not None
+        kept = kept_top(postings, new, ["w3"], 5)
         assert postings.top(old, ["w3"], 5) is None  # FTS5 answers it, from its own snapshot
         assert postings.top(new, ["w3"], 5) == kept  # still kept: the old reader did not reset it
     old.execute("ROLLBACK")
@@ -156,10 +175,12 @@ def test_memory_is_capped_least_recently_used_first(conn: sqlite3.Connection) ->
     postings = settled(clock, max_postings=common + 10)
     assert postings.top(conn, ["w0"], 5) is None
     clock.now += 1.0
-    assert postings.top(conn, ["w0"], 5) == fts_top(conn, ["w0"], 5)
-    assert postings.top(conn, ["w1"], 5) == fts_top(conn, ["w1"], 5)  # w0 dropped to make room
+    assert kept_top(postings, conn, ["w0"], 5) == fts_top(conn, ["w0"], 5)
+    assert kept_top(postings, conn, ["w1"], 5) == fts_top(conn, ["w1"], 5)  # w0 dropped to make room
     assert postings.size <= common + 10
-    assert Postings(max_postings=common - 1, settle_s=0.0).top(conn, ["w0"], 5) is None  # one word over the cap
+    small = Postings(max_postings=common - 1, settle_s=0.0)
+    assert small.top(conn, ["w0"], 5) is None
+    assert small.top(conn, ["w0"], 5) is None  # one word over the cap: never kept
 
 
 async def test_the_engine_ranks_the_same_with_kept_scores(memory_file: Path) -> None:
@@ -171,7 +192,9 @@ async def test_the_engine_ranks_the_same_with_kept_scores(memory_file: Path) -> 
         requests = [FetchRequest(query=q, mode=FetchMode.KEYWORD, limit=20) for q in queries]
         requests.append(FetchRequest(query="w1 w7", mode=FetchMode.KEYWORD, limit=5, filter=MetaFilter(folder="/f2")))
         kept_at_first = [[h.id for h in (await engine.fetch(r)).hits] for r in requests]
-        rankers.postings._since -= 10.0  # at rest: from now on the kept scores answer
+        rankers.postings._since -= 10.0  # at rest: from the second query of each word on, the kept scores answer
+        for request in requests:
+            await engine.fetch(request)
         kept = [[h.id for h in (await engine.fetch(r)).hits] for r in requests]
         assert rankers.postings.size > 0
         assert kept == kept_at_first
