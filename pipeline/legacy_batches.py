@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from engines.contract import MAX_STORE_MANY, Namespace, StoreItem
-from pipeline.legacy_checkpoint import Checkpoint, SectionKeys
+from pipeline.legacy_checkpoint import Checkpoint, SectionKeys, replace_keys
 from pipeline.legacy_mapping import Skip
 from pipeline.legacy_sections import ReadStats
 from pipeline.legacy_workspace import LegacyWorkspace
@@ -45,9 +45,11 @@ def prepared_batches(
     next batch is asked for: `stats` then counts exactly the rows up to that item, so another reader that
     starts from the batch's checkpoint counts the rest.
     """
-    items = workspace.items_from(after, page_size, stats=stats)
-    while run := list(islice(items, MAX_STORE_MANY)):
-        yield Batch([prepared(imported.item, policy, namespace) for imported in run], run[-1].keys)
+    keyed = workspace.keyed_items(after, page_size, stats=stats)
+    keys = after.keys()
+    while run := list(islice(keyed, MAX_STORE_MANY)):
+        keys = replace_keys(keys, run)
+        yield Batch([prepared(item, policy, namespace) for _, _, item in run], keys)
 
 
 def prepared(item: StoreItem, policy: Policy, namespace: Namespace) -> StoreItem:

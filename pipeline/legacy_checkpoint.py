@@ -6,6 +6,7 @@ its section, and None until that section has yielded one, so `Checkpoint()` (`{}
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 from pydantic import ConfigDict, ValidationError
@@ -75,10 +76,11 @@ SectionKeys = tuple[str | None, ChunkKey | None, str | None, str | None, str | N
 _POSITION = {section: n for n, section in enumerate(SECTIONS)}
 
 
-def replace_key(keys: SectionKeys, section: str, key: str | ChunkKey) -> SectionKeys:
-    """`keys` with `section`'s key moved to `key`."""
+def replace_keys(keys: SectionKeys, reads: Iterable[tuple[str, str | ChunkKey, object]]) -> SectionKeys:
+    """`keys` with the key of each `(section, key, item)` read put in, in order (a section's last one stays)."""
     changed = list(keys)
-    changed[_POSITION[section]] = key
+    for section, key, _ in reads:
+        changed[_POSITION[section]] = key
     return tuple(changed)  # type: ignore[return-value]
 
 

@@ -20,19 +20,23 @@ past the last group it yielded.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from pipeline.legacy_errors import LegacySqliteError
 from pipeline.legacy_schema import lenient_text
 
-Row = Sequence[Any]
+Row = tuple[Any, ...]
 Keys = tuple[Any, ...]
 """A row's keys as SQLite holds them, flat: for each key column, whether it is text, then its text's bytes
 (or, when not text, its value)."""
+
+T = TypeVar("T")
+Keyed = Callable[[Iterator[list[Row]], int], Iterator[tuple[Keys, T]]]
+"""From pages of rows (their keys' exact values last, in so many columns), something made of each key's rows."""
 
 _NOT_UTF8 = "Could not decode to UTF-8"
 
@@ -71,24 +75,29 @@ def checkpoint_keys(*values: str) -> Keys:
 def groups(scan: Scan, start: Keys | None, page_size: int) -> Iterator[list[Row]]:
     """Each key's rows (their `columns` only), keys ascending, past `start`; a group is yielded once whole.
     SQLite's failures are `LegacySqliteError`."""
-    while True:
-        cursor = _execute(scan.conn, scan.sql(start), _params(start))
-        try:
-            for keys, rows in _runs(cursor, 2 * len(scan.keys), page_size):
-                yield rows
-                start = keys
-            return
-        except sqlite3.Error as err:
-            _read_leniently(scan.conn, err)  # and read again, past the last whole group
-        finally:
-            with suppress(sqlite3.Error):  # the connection may be closed already
-                cursor.close()
+    return _read(scan, start, page_size, _runs)
 
 
 def first_rows(scan: Scan, after: str | None, page_size: int) -> Iterator[Row]:
     """The first row of each key, keys ascending, past the checkpoint key `after`."""
-    for rows in groups(scan, None if after is None else checkpoint_keys(after), page_size):
-        yield rows[0]
+    return _read(scan, None if after is None else checkpoint_keys(after), page_size, _firsts)
+
+
+def _read(scan: Scan, start: Keys | None, page_size: int, keyed: Keyed[T]) -> Iterator[T]:
+    """What `keyed` makes of the scan's rows past `start`, read again past the last key it made something of
+    when a value turns out not to be UTF-8."""
+    while True:
+        cursor = _execute(scan.conn, scan.sql(start), _params(start))
+        try:
+            for keys, made in keyed(iter(partial(cursor.fetchmany, page_size), []), 2 * len(scan.keys)):
+                yield made
+                start = keys
+            return
+        except sqlite3.Error as err:
+            _read_leniently(scan.conn, err)
+        finally:
+            with suppress(sqlite3.Error):  # the connection may be closed already
+                cursor.close()
 
 
 def query(conn: sqlite3.Connection, sql: str, bound_params: dict[str, Any]) -> list[Any]:
@@ -101,11 +110,11 @@ def query(conn: sqlite3.Connection, sql: str, bound_params: dict[str, Any]) -> l
             _read_leniently(conn, err)
 
 
-def _runs(cursor: sqlite3.Cursor, width: int, page_size: int) -> Iterator[tuple[Keys, list[Row]]]:
-    """The cursor's rows in runs of equal keys (the last `width` columns, taken off)."""
+def _runs(pages: Iterator[list[Row]], width: int) -> Iterator[tuple[Keys, list[Row]]]:
+    """Rows in runs of equal keys (the last `width` columns, taken off)."""
     current: Keys | None = None
     rows: list[Row] = []
-    for page in iter(partial(cursor.fetchmany, page_size), []):
+    for page in pages:
         for row in page:
             keys = row[-width:]
             if keys != current:
@@ -115,6 +124,17 @@ def _runs(cursor: sqlite3.Cursor, width: int, page_size: int) -> Iterator[tuple[
             rows.append(row[:-width])
     if current is not None:
         yield current, rows
+
+
+def _firsts(pages: Iterator[list[Row]], width: int) -> Iterator[tuple[Keys, Row]]:
+    """The first row of each run of equal keys (the last `width` columns, taken off)."""
+    current: Keys | None = None
+    for page in pages:
+        for row in page:
+            keys = row[-width:]
+            if keys != current:
+                current = keys
+                yield keys, row[:-width]
 
 
 def _execute(conn: sqlite3.Connection, sql: str, bound_params: dict[str, Any]) -> sqlite3.Cursor:

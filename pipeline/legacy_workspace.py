@@ -10,11 +10,11 @@ from pathlib import Path
 from types import TracebackType
 
 from engines.contract import StoreItem, WireModel
-from pipeline.legacy_checkpoint import Checkpoint, SectionKeys, replace_key
+from pipeline.legacy_checkpoint import Checkpoint, SectionKeys, replace_keys
 from pipeline.legacy_mapping import NsClass, facet_gone, logical_namespace_of, namespace_class
 from pipeline.legacy_paging import query
 from pipeline.legacy_schema import Opened, open_workspace
-from pipeline.legacy_sections import ReadStats, read_sections
+from pipeline.legacy_sections import Read, ReadStats, read_sections
 
 DEFAULT_PAGE_SIZE = 256
 
@@ -76,15 +76,23 @@ class LegacyWorkspace:
     ) -> Iterator[ImportedItem]:
         """Exactly the items `items()` yields after the item that produced `checkpoint` (for an unchanged
         workspace). After a read failure (`LegacyImportError`) the iterator yields nothing more."""
+        return self._items(checkpoint, self.keyed_items(checkpoint, page_size, stats=stats))
+
+    def keyed_items(
+        self, checkpoint: Checkpoint, page_size: int = DEFAULT_PAGE_SIZE, *, stats: ReadStats | None = None
+    ) -> Iterator[Read]:
+        """The items of `items_from` as `(section, key, item)`, without a checkpoint each: the checkpoint
+        after an item is `checkpoint` with the keys of it and the items before it put in (`replace_keys`)."""
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
-        return self._items(checkpoint, page_size, stats if stats is not None else ReadStats())
+        return read_sections(self._opened, checkpoint, page_size, stats if stats is not None else ReadStats())
 
-    def _items(self, checkpoint: Checkpoint, page_size: int, stats: ReadStats) -> Iterator[ImportedItem]:
+    @staticmethod
+    def _items(checkpoint: Checkpoint, keyed: Iterator[Read]) -> Iterator[ImportedItem]:
         keys = checkpoint.keys()
-        for section, key, item in read_sections(self._opened, checkpoint, page_size, stats):
-            keys = replace_key(keys, section, key)
-            yield ImportedItem(item, keys)
+        for read in keyed:
+            keys = replace_keys(keys, (read,))
+            yield ImportedItem(read[2], keys)
 
     def counts(self) -> LegacyCounts:
         """Per-section counts by aggregate queries; a missing section counts 0."""
