@@ -64,8 +64,7 @@ class _TextLister(_ItemScrubber):
     """Walks an item as `_ItemScrubber` does but changes nothing: it lists the texts that walk would scrub,
     and its updates are the ones that walk makes when every text comes out as it went in."""
 
-    def __init__(self, policy: Policy) -> None:
-        super().__init__(policy)
+    def __init__(self) -> None:  # the scrubber's own state is not used
         self.texts: list[str] = []
 
     def text(self, text: str) -> str:
@@ -79,7 +78,7 @@ def scrub_item(item: StoreItem, policy: Policy = DEFAULT_POLICY) -> Sanitized[St
     Scrubbing changes the item, so its fingerprint must be computed afterwards: scrub, then store.
     """
     if not policy.is_spec:
-        lister = _TextLister(policy)
+        lister = _TextLister()
         unchanged = _fields(lister, item)
         if nothing_to_scrub(lister.texts, policy):
             # Most items: the copy that scrubbing every text would have made, each text coming out as it is.

@@ -29,7 +29,7 @@ from pipeline.scrub._assignments import NEEDLES as ASSIGNMENT_NEEDLES
 from pipeline.scrub._classes import LOOKBACK
 from pipeline.scrub._identifiers import EXTENDED_TABLE
 from pipeline.scrub._markers import BEARER_MARKER, SECRET_MARKER
-from pipeline.scrub._needles import NeedleSet
+from pipeline.scrub._needles import minimal_needles
 from pipeline.scrub._pii import _digit_span
 from pipeline.scrub._report import SPEC_RULES, Policy
 from pipeline.scrub._vendors import _SCAN_NEEDLES, _runs
@@ -40,7 +40,7 @@ URL_CREDENTIAL_LITERAL = "@"
 """Stage 3 looks for URL passwords only in a text holding this (`_urls.find_url_credentials`); so does the
 email class of stage 4."""
 
-_LITERALS = NeedleSet(
+_LITERALS = minimal_needles(
     literal.lower()
     for literal in (
         *PRIVATE_KEY_LITERALS,
@@ -51,6 +51,7 @@ _LITERALS = NeedleSet(
         *ASSIGNMENT_NEEDLES,
     )
 )
+"""Lowered, and none part of another: a lowered text holds some literal exactly when it holds one of these."""
 
 
 def nothing_to_scrub(texts: Sequence[str], policy: Policy) -> bool:
@@ -63,11 +64,17 @@ def nothing_to_scrub(texts: Sequence[str], policy: Policy) -> bool:
     text = texts[0] if len(texts) == 1 else "\x00".join(texts)
     if policy.rules is SPEC_RULES or not text.isascii():
         return False
-    if _LITERALS.occurs_in(text.lower()) or _runs(text):
+    if _holds_literal(text.lower()) or _runs(text):
         return False
     if len(texts) == 1:
         return _without_identifier(text)
     return _digit_span(text, EXTENDED_TABLE) is None or all(_without_identifier(part) for part in texts)
+
+
+def _holds_literal(lowered: str) -> bool:
+    # A substring search each is cheaper here than one scan with `NeedleSet`'s pattern (short texts, and
+    # every literal starts with a character common in prose).
+    return any(literal in lowered for literal in _LITERALS)
 
 
 def _without_identifier(text: str) -> bool:
