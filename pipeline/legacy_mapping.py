@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from engines.contract import (
@@ -151,9 +152,20 @@ Mapped = StoreItem | Skip | None
 """An item, the reason a row makes none, or None when the row belongs to another section."""
 
 
-def logical_namespace(row: DocRow) -> str:
-    """The row's own logical namespace when set, else its namespace with v1's sanitiser undone."""
-    return logical_namespace_of(row.namespace, row.logical_namespace)
+def placement(row: DocRow) -> tuple[str, NsClass]:
+    """The row's logical namespace (its own when set, else its namespace with v1's sanitiser undone) and
+    the class it puts the row in."""
+    namespace, stated = row.namespace, row.logical_namespace
+    if type(namespace) is str and (stated is None or type(stated) is str):
+        return _placement_of_text(namespace, stated)  # a workspace holds a few namespaces, on many rows
+    logical = logical_namespace_of(namespace, stated)
+    return logical, namespace_class(logical)
+
+
+@lru_cache(maxsize=1024)
+def _placement_of_text(namespace: str, stated: str | None) -> tuple[str, NsClass]:
+    logical = logical_namespace_of(namespace, stated)
+    return logical, namespace_class(logical)
 
 
 def logical_namespace_of(namespace: object, logical: object) -> str:
@@ -193,8 +205,7 @@ def namespace_class(logical: str) -> NsClass:
 
 def document_item(row: DocRow, origin: Origin) -> Mapped:
     """A document-class row as a `Document`; the other classes belong to other sections (events to none)."""
-    logical = logical_namespace(row)
-    ns_class = namespace_class(logical)
+    logical, ns_class = placement(row)
     if ns_class is NsClass.EVENT:
         return Skip.EVENT
     if ns_class is not NsClass.DOCUMENT:
@@ -257,8 +268,7 @@ def conversation_item(session_id: str, rows: Sequence[TurnRow], origin: Origin) 
 
 def learning_item(row: DocRow, origin: Origin) -> Mapped:
     """A learning- or global-class row as a `Learning`; other classes belong to other sections."""
-    logical = logical_namespace(row)
-    ns_class = namespace_class(logical)
+    logical, ns_class = placement(row)
     if ns_class not in (NsClass.LEARNING, NsClass.GLOBAL):
         return None
     content = text_of(row.content)

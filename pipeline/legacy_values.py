@@ -75,7 +75,7 @@ def finite_number(value: object) -> float | None:
 
 def instant_from_seconds(value: object) -> datetime | None:
     """Unix seconds (v1's REAL columns) as a UTC instant, to the microsecond; None when not a usable time."""
-    seconds = finite_number(value)
+    seconds = value if type(value) is float and math.isfinite(value) else finite_number(value)  # REAL, at once
     if seconds is None:
         return None
     try:
