@@ -42,7 +42,8 @@ below it, the process would cost more to start than it saves."""
 HELPER_MIN_CPUS = 3
 """The CPUs a helper process needs by default: one for the store's Python, one for the local engine's SQLite,
 one for itself. With fewer it only adds its own costs (on two shared virtual CPUs, bench/legacy_import.py
-measured the import at 0.51 to 0.57 of `store_many` alone with it, 0.62 to 0.65 without)."""
+measured the import at 0.72 to 0.76 of `store_many` alone with it, 0.72 without, but the CPU of `store_many`
+alone at 0.57 of the import's with it, 0.69 without: the machine's other work pays for the difference)."""
 
 
 class MigrationReport(WireModel):
