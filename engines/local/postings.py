@@ -12,7 +12,8 @@ the index: its mark is the passages' AUTOINCREMENT sequence (every store moves i
 `SETTLE_S`, and each only at its second query in that state (reading a word whole costs about eight times what
 FTS5 spends on it in one query): while writes come (a backfill), a query goes to FTS5 as before. A connection
 still reading an older state goes to FTS5 too, and never sets the kept state back. Memory is capped at
-`MAX_POSTINGS` passages over all words, the least recently used words dropped first.
+`MAX_POSTINGS` passages over all words, the least recently used words dropped first; a word holding more is left
+to FTS5 in that state.
 """
 
 from __future__ import annotations
@@ -62,15 +63,16 @@ class Postings:
         self._since = 0.0
         self._words: OrderedDict[str, Scores] = OrderedDict()
         self._asked: set[str] = set()
+        self._oversized: set[str] = set()
         self._size = 0
 
     def top(self, conn: sqlite3.Connection, words: list[str], limit: int) -> list[tuple[int, float]] | None:
         """The `limit` best passages holding any of `words` (stemmed as the index stems them), as FTS5 ranks them:
         `(rowid, bm25)`, lowest bm25 first, then lowest rowid. None while the index is not at rest for `conn`:
         the caller asks FTS5."""
-        if not words or limit < 1 or not self._at_rest(_mark(conn)):
+        mark = _mark(conn)
+        if not words or limit < 1 or not self._at_rest(mark):
             return None
-        mark = self._mark
         if not self._admitted(words):
             return None
         found: list[Scores] = []
@@ -82,9 +84,12 @@ class Postings:
         return _best(found, limit)
 
     def _admitted(self, words: list[str]) -> bool:
-        """Whether every word is kept or asked for before in this state. Reading a word whole costs about eight
-        times what FTS5 spends on it in one query, so a word asked for once is left to FTS5."""
+        """Whether every word is kept or asked for before in this state, and none is too common to keep. Reading a
+        word whole costs about eight times what FTS5 spends on it in one query, so a word asked for once is left to
+        FTS5."""
         with self._lock:
+            if any(w in self._oversized for w in words):
+                return False
             new = [w for w in words if w not in self._words and w not in self._asked]
             if len(self._asked) + len(new) > _MAX_ASKED:
                 self._asked.clear()
@@ -97,6 +102,7 @@ class Postings:
                 self._mark, self._since = mark, self._clock()
                 self._words.clear()
                 self._asked.clear()
+                self._oversized.clear()
                 self._size = 0
             return mark == self._mark and self._clock() - self._since >= self._settle_s
 
@@ -107,7 +113,13 @@ class Postings:
                 self._words.move_to_end(word)
                 return kept
         rows = conn.execute(_WORD, (f'"{word}"',)).fetchall()
+        # Each statement reads the file as it is then: a write between the mark and the word leaves the word unkept.
+        if _mark(conn) != mark:
+            return None
         if len(rows) > self._max:
+            with self._lock:
+                if mark == self._mark:
+                    self._oversized.add(word)
             return None
         table = np.array(rows, dtype=np.float64).reshape(-1, 2)
         scores: Scores = (table[:, 0].astype(np.int64), np.ascontiguousarray(table[:, 1]))

@@ -47,7 +47,6 @@ and `unacked`, or between `unacked` and its queue on a restore, is missing for a
 _PRIORITY_SEP = "\x06\x16"
 _PRIORITY_STEPS = (3, 6, 9)
 _PAGE = 500
-_SWEEP_LEASE_S = 120
 
 
 class Delivery(BaseModel):
@@ -83,15 +82,14 @@ def celery_send(app: Celery) -> Send:
 
 
 class Swept(BaseModel):
-    """What one sweep did: deliveries looked at, marked missing, sent again (their ids, and tasks), dropped as
-    expired, given up."""
+    """What one sweep did: deliveries looked at, marked missing, sent again (task id → task), dropped as expired,
+    given up."""
 
     model_config = ConfigDict(extra="forbid")
 
     looked: int = 0
     missing: int = 0
-    resent: list[str] = []
-    resent_tasks: list[str] = []
+    resent: dict[str, str] = {}
     expired: int = 0
     given_up: list[Delivery] = []
 
@@ -193,8 +191,7 @@ class Deliveries:
                     delivery.resends if delivery.resends is not None else "no limit",
                 )
                 self._send(task_id, again)
-                swept.resent.append(task_id)
-                swept.resent_tasks.append(delivery.task)
+                swept.resent[task_id] = delivery.task
 
     def _rewrite(self, task_id: str, delivery: Delivery) -> bool:
         return bool(self._client.set(self.keys.delivery(task_id), delivery.model_dump_json(), xx=True, keepttl=True))

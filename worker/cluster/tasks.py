@@ -36,15 +36,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 INGEST_MAX_RETRIES = 12
+ERASE_MAX_RETRIES = 60
+_RETRY_BASE_S = 1.0
+_RETRY_CAP_S = 60.0
 SWEEP_LEASE = "sweep-deliveries"
 SWEEP_LEASE_S = 120.0
 _LOST = (
     "its batch was sent {sends} times and never finished (a worker died holding it, or it reached the task's "
     "time limit); replay the dead letter to try again"
 )
-ERASE_MAX_RETRIES = 60
-_RETRY_BASE_S = 1.0
-_RETRY_CAP_S = 60.0
 
 _runtime: ClusterRuntime | None = None
 
@@ -157,7 +157,7 @@ def sweep_deliveries(rt: ClusterRuntime) -> Swept:
         swept = rt.deliveries.sweep(older_than_s=rt.settings.visibility_timeout_s)
     finally:
         rt.leases.release(SWEEP_LEASE, token)
-    record_sweep(swept.resent_tasks, [d.task for d in swept.given_up])
+    record_sweep(list(swept.resent.values()), [d.task for d in swept.given_up])
     for delivery in swept.given_up:
         logger.error("%s of %s given up after %d sends", delivery.task, delivery.args[0], delivery.resent + 1)
         if delivery.task == INGEST_TASK:

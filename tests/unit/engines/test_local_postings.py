@@ -179,8 +179,15 @@ def test_memory_is_capped_least_recently_used_first(conn: sqlite3.Connection) ->
     assert kept_top(postings, conn, ["w1"], 5) == fts_top(conn, ["w1"], 5)  # w0 dropped to make room
     assert postings.size <= common + 10
     small = Postings(max_postings=common - 1, settle_s=0.0)
-    assert small.top(conn, ["w0"], 5) is None
-    assert small.top(conn, ["w0"], 5) is None  # one word over the cap: never kept
+    read_whole: list[str] = []
+    conn.set_trace_callback(lambda sql: read_whole.append(sql) if "bm25" in sql and "LIMIT" not in sql else None)
+    try:
+        for _ in range(4):
+            assert small.top(conn, ["w0"], 5) is None  # one word over the cap: never kept
+    finally:
+        conn.set_trace_callback(None)
+    assert len(read_whole) == 1  # and read whole once, not again at every query
+    assert small.size == 0
 
 
 async def test_the_engine_ranks_the_same_with_kept_scores(memory_file: Path) -> None:

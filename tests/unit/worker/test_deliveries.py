@@ -120,7 +120,7 @@ def test_young_queued_and_unacknowledged_deliveries_are_left_alone(deliveries: D
     assert deliveries.sweep(AGE, now=sent_at + AGE / 2).looked == 0
     for later in (AGE + 1, AGE + 1 + CONFIRM_S * 2):
         swept = deliveries.sweep(AGE, now=sent_at + later)
-        assert (swept.looked, swept.missing, swept.resent) == (2, 0, [])
+        assert (swept.looked, swept.missing, swept.resent) == (2, 0, {})
     assert len(broker.sent) == 2
 
 
@@ -130,16 +130,16 @@ def test_a_lost_delivery_is_sent_again_once_confirmed_missing(deliveries: Delive
     broker.lose(BACKFILL_QUEUE)
     t0 = broker.sent[-1][1].sent_at + AGE + 1
     first = deliveries.sweep(AGE, now=t0)
-    assert (first.missing, first.resent) == (1, [])
+    assert (first.missing, first.resent) == (1, {})
     # Missing again, but not long enough: a message between BRPOP and `unacked` is missing for an instant.
-    assert deliveries.sweep(AGE, now=t0 + CONFIRM_S / 2).resent == []
+    assert deliveries.sweep(AGE, now=t0 + CONFIRM_S / 2).resent == {}
     confirmed = deliveries.sweep(AGE, now=t0 + CONFIRM_S)
-    assert confirmed.resent == ["lost"]
+    assert confirmed.resent == {"lost": INGEST_TASK}
     task_id, again = broker.sent[-1]
     assert (task_id, again.args, again.resent, again.missing_since) == ("lost", broker.sent[0][1].args, 1, None)
     # Sent again now: it waits a whole timeout before it is looked for again, and is then found queued.
     assert deliveries.sweep(AGE, now=t0 + CONFIRM_S + AGE / 2).looked == 1  # "kept" only
-    assert deliveries.sweep(AGE, now=t0 + CONFIRM_S + AGE + 1).resent == []
+    assert deliveries.sweep(AGE, now=t0 + CONFIRM_S + AGE + 1).resent == {}
     assert deliveries.count() == 2
 
 
@@ -153,8 +153,8 @@ def test_a_delivery_seen_again_is_no_longer_missing(deliveries: Deliveries, brok
     assert deliveries.sweep(AGE, now=t0 + CONFIRM_S).missing == 0
     broker.lose(BACKFILL_QUEUE)
     # Missing from scratch: one sweep is not enough.
-    assert deliveries.sweep(AGE, now=t0 + 2 * CONFIRM_S).resent == []
-    assert deliveries.sweep(AGE, now=t0 + 3 * CONFIRM_S).resent == ["restored"]
+    assert deliveries.sweep(AGE, now=t0 + 2 * CONFIRM_S).resent == {}
+    assert deliveries.sweep(AGE, now=t0 + 3 * CONFIRM_S).resent == {"restored": INGEST_TASK}
 
 
 def lose_and_sweep(deliveries: Deliveries, broker: Broker, task_id: str, queue: str, t0: float) -> float:
@@ -189,7 +189,7 @@ def test_an_expired_delivery_is_dropped_unsent(deliveries: Deliveries, broker: B
     send_batch(deliveries, "old", expires_s=50.0)
     broker.lose(BACKFILL_QUEUE)
     swept = deliveries.sweep(AGE, now=broker.sent[0][1].sent_at + AGE + 1)
-    assert (swept.expired, swept.resent, deliveries.count()) == (1, [], 0)
+    assert (swept.expired, swept.resent, deliveries.count()) == (1, {}, 0)
 
 
 def test_a_delivery_settled_during_a_sweep_is_not_brought_back(
@@ -208,7 +208,7 @@ def test_a_delivery_settled_during_a_sweep_is_not_brought_back(
 
     monkeypatch.setattr(deliveries, "_in_broker", settled_meanwhile)
     swept = deliveries.sweep(AGE, now=t0 + CONFIRM_S)
-    assert (swept.resent, len(broker.sent), deliveries.count()) == ([], 1, 0)
+    assert (swept.resent, len(broker.sent), deliveries.count()) == ({}, 1, 0)
     assert redis_target.client.exists(deliveries.keys.delivery("done")) == 0
 
 
@@ -234,7 +234,7 @@ def test_a_message_a_real_app_sent_is_found() -> None:
             assert deliveries.sweep(AGE, now=sent_at + AGE + 1).missing == 0
             target.client.rpop(Keys(target.prefix).celery() + BACKFILL_QUEUE)
             assert deliveries.sweep(AGE, now=sent_at + AGE + 2).missing == 1
-            assert deliveries.sweep(AGE, now=sent_at + AGE + 2 + CONFIRM_S).resent == ["real"]
+            assert deliveries.sweep(AGE, now=sent_at + AGE + 2 + CONFIRM_S).resent == {"real": INGEST_TASK}
             raw = target.client.lindex(Keys(target.prefix).celery() + BACKFILL_QUEUE, 0)
             assert raw is not None
             assert json.loads(raw)["headers"]["id"] == "real"
