@@ -25,14 +25,17 @@ class _Settings(BaseModel):
 class EmbedderSettings(_Settings):
     """How the local engine turns text into vectors.
 
-    `static` (the default) runs a packaged static embedding model offline and measures meaning
-    (`model` picks one of the packaged models, `dimensions` keeps that many of its leading ones);
-    `hashing` needs nothing and measures lexical similarity; `openai` calls any OpenAI-compatible
-    `/embeddings` endpoint; `sentence` runs a local sentence-embedding model (the `sentence` extra).
+    `minilm` (the default) runs all-MiniLM-L6-v2, a sentence model shipped in packages, offline on
+    onnxruntime (384 dimensions; `model` may name another ONNX file of the same model); `static` runs a
+    packaged static embedding model, a hundred times cheaper and less exact (`model` picks one of the
+    packaged models, `dimensions` keeps that many of its leading ones); `hashing` needs nothing and
+    measures lexical similarity; `openai` calls any OpenAI-compatible `/embeddings` endpoint; `sentence`
+    runs a local sentence-transformers model (the `sentence` extra). `dimensions` is the hashing and
+    endpoint embedders' size (256 unless set) and a cut of the static model's; MiniLM's is fixed.
     """
 
-    kind: Literal["static", "hashing", "openai", "sentence"] = "static"
-    dimensions: int = 256
+    kind: Literal["minilm", "static", "hashing", "openai", "sentence"] = "minilm"
+    dimensions: int | None = None
     endpoint: str | None = None
     model: str | None = None
 

@@ -100,6 +100,15 @@ class HashingEmbedder:
         out.reshape(-1)[:] = np.bincount(slots, weights=signs, minlength=out.size)
 
 
+def encodable(text: str) -> str:
+    """`text` as a tokenizer takes it: valid Unicode, a lone surrogate (possible in a str) made U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def embeds_quickly(embedder: Embedder) -> bool:
     """Whether vectors cost only a little of this process's time (no model to run, no endpoint): such
     an embedder's vectors are computed as items are stored, not by the backlog."""

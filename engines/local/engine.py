@@ -8,6 +8,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -47,12 +48,13 @@ from engines.local.database import Database
 from engines.local.embed import Embedder, Vectors
 from engines.local.feed import store_items
 from engines.local.fusion import fusion_for
+from engines.local.minilm import MiniLMEmbedder
 from engines.local.openai import ChatSynthesizer
 from engines.local.postings import Postings
 from engines.local.ranking import Rankers, Ranking, RankRequest, rank
 from engines.local.recall import extractive_answer
+from engines.local.rows import indexed_texts
 from engines.local.search import TermCounts
-from engines.local.static import StaticEmbedder
 from engines.local.vectors import VectorIndex
 from engines.local.where import Where, add_erase_scope, add_reach, filter_where, kinds_where
 
@@ -74,6 +76,8 @@ DEFAULT_PASSAGE_CHARS = 3000
 DEFAULT_MIN_SIMILARITY = 0.15
 
 FALLBACK_LOG_S = 60.0
+QUERY_VECTORS = 1024
+"""Query vectors kept, least recently used dropped first (1.5 KiB each at 384 dimensions)."""
 """At most one log line a minute says that ranked reads stood on keyword for items without vectors."""
 
 
@@ -102,11 +106,13 @@ class LocalEngine(MemoryEngine):
     """One SQLite file (WAL) shared safely by several processes; `tenant` isolates users of one file.
 
     Every write is one transaction. Reads see every committed write of every process. An item is
-    keyword-searchable once stored; its vectors follow from the backlog (at once for the last item
-    of a store call, and for every item with an embedder as cheap as the hashing one), and until
-    then vector and hybrid reads rank it by keyword. The embedder defaults to the packaged static
-    model (semantic, offline). A file indexed with another embedder is re-embedded with this one,
-    in the background; vectors of two embedders are never searched together.
+    keyword-searchable once stored; its vectors follow from the backlog (for every item with an
+    embedder as cheap as the hashing one, as it is stored), and until then vector and hybrid reads
+    rank it by keyword. The last item of a store call is the exception the contract asks for: the
+    first vector or hybrid read after the call embeds it, if the backlog has not yet, before it
+    ranks. The embedder defaults to all-MiniLM-L6-v2 (`minilm.py`: semantic, offline). A file indexed
+    with another embedder is re-embedded with this one, in the background; vectors of two embedders are
+    never searched together.
     """
 
     def __init__(
@@ -121,7 +127,7 @@ class LocalEngine(MemoryEngine):
     ) -> None:
         self._db = Database(Path(path))
         self._tenant = tenant or ""
-        self._embedder = embedder or StaticEmbedder()
+        self._embedder = embedder or MiniLMEmbedder()
         self._chat = chat
         self._passage_chars = passage_chars
         self._rankers = Rankers(
@@ -134,6 +140,7 @@ class LocalEngine(MemoryEngine):
         self._backlog = VectorBacklog(self._db, self._embedder, str(self._db.path))
         self._opened = threading.Event()
         self._fallback_said = -FALLBACK_LOG_S
+        self._query_vectors: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
 
     @property
     def path(self) -> Path:
@@ -295,7 +302,9 @@ class LocalEngine(MemoryEngine):
         # it reads only as deep as this page.
         plain = mode is FetchMode.KEYWORD and refers_to is None
         window = want if plain else ranking_window(want * 4 if refers_to is not None else want)
-        vector = None if mode is FetchMode.KEYWORD else await self._query_vector(query)
+        vector = None
+        if mode is not FetchMode.KEYWORD:
+            vector, _ = await asyncio.gather(self._query_vector(query), self._keep_promise())
         request = RankRequest(filter_where(self._tenant, filter), query, mode, vector, window)
 
         def work(conn: sqlite3.Connection) -> tuple[_Hits, Ranking]:
@@ -311,13 +320,34 @@ class LocalEngine(MemoryEngine):
         return hits
 
     async def _query_vector(self, query: str) -> NDArray[np.float32] | None:
+        known = self._query_vectors.get(query)
+        if known is not None:
+            self._query_vectors.move_to_end(query)
+            return known
         try:
             vectors: Vectors = await self._embedder.embed([query])
         except Error as err:
             logger.warning("cannot embed a query, ranking it by keyword: %s", err)
             return None
         query_vector: NDArray[np.float32] = vectors[0]
+        # Agents ask again (and recall reads after fetch): a model's milliseconds, or an endpoint's round trip, once.
+        self._query_vectors[query] = query_vector
+        if len(self._query_vectors) > QUERY_VECTORS:
+            self._query_vectors.popitem(last=False)
         return query_vector
+
+    async def _keep_promise(self) -> None:
+        """Embed the last stored item of the latest store call now, if the backlog has not yet (`pending.promise`)."""
+        spans = await self._db.read(pending.promised)
+        if not spans:
+            return
+        try:
+            vectors = await self._embedder.embed([text for _, text in indexed_texts(spans)])
+        except Error as err:
+            logger.warning("cannot embed the last stored item, ranking it by keyword: %s", err)
+            return
+        identity, rowids = self._embedder.identity, [span[0] for span in spans]
+        await self._db.run(lambda conn: pending.save(conn, identity, rowids, vectors))
 
     def _say_fallback(self, mode: FetchMode, ranking: Ranking) -> None:
         now = time.monotonic()

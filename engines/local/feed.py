@@ -72,21 +72,18 @@ async def store_items(
     db: Database, tenant: str, embedder: Embedder, items: list[Item], passage_chars: int, on_queued: Callable[[], None]
 ) -> list[StoreReceipt]:
     """Store `items` (already checked) in one transaction; receipts in item order, a later copy of an
-    item in the same call being a replay of the first. `on_queued` runs when passages await the backlog."""
+    item in the same call being a replay of the first. `on_queued` runs when passages await the backlog.
+
+    Only an embedder as cheap as hashing embeds as items are stored. Any other leaves every passage to the
+    backlog, off the store's path, and the call's last item is promised to the next vector read
+    (`pending.promise`), which embeds it first if the backlog has not: a backfill pays nothing for it."""
     quick = embeds_quickly(embedder)
-    ready: dict[int, PreparedItem] = {}
-    vectors: dict[ItemId, Vectors] = {}
-    if not quick:
-        last = ready[len(items) - 1] = _prepared(tenant, items[-1], passage_chars)
-        # A replayed batch must not pay a model or an endpoint for vectors it already has.
-        if not await db.read(lambda conn: writes.held_ids(conn, tenant, [last.id])):
-            vectors = await _vectors(embedder, [last])
     feed = Feed()
     identity = embedder.identity
-    writing = db.submit(lambda conn: writes.insert_items(conn, tenant, feed, identity))
+    writing = db.submit(lambda conn: writes.insert_items(conn, tenant, feed, identity, promise=not quick))
     writing.add_done_callback(_retrieved)
     try:
-        ids = await _fed(feed, tenant, items, passage_chars, ready, None if quick else vectors, embedder)
+        ids = await _fed(feed, tenant, items, passage_chars, embedder if quick else None)
     except BaseException as err:
         feed.fail(err)
         raise
@@ -102,27 +99,21 @@ async def store_items(
 
 
 async def _fed(
-    feed: Feed,
-    tenant: str,
-    items: list[Item],
-    passage_chars: int,
-    ready: dict[int, PreparedItem],
-    vectors: dict[ItemId, Vectors] | None,
-    embedder: Embedder,
+    feed: Feed, tenant: str, items: list[Item], passage_chars: int, embedder: Embedder | None
 ) -> list[ItemId]:
-    """Prepare the items chunk by chunk onto `feed` (vectors: those computed already, None to compute
-    each chunk's); the ids of all of them, in order."""
+    """Prepare the items chunk by chunk onto `feed`, with their vectors when `embedder` is given; the ids
+    of all of them, in order."""
     ids: list[ItemId] = []
     seen: set[ItemId] = set()
     chunk: list[PreparedItem] = []
     for index, item in enumerate(items):
-        prep = ready.get(index) or _prepared(tenant, item, passage_chars)
+        prep = _prepared(tenant, item, passage_chars)
         ids.append(prep.id)
         if prep.id not in seen:
             seen.add(prep.id)
             chunk.append(prep)
         if chunk and (len(chunk) == CHUNK_ITEMS or index == len(items) - 1):
-            feed.put(Chunk(chunk, await _vectors(embedder, chunk) if vectors is None else vectors))
+            feed.put(Chunk(chunk, {} if embedder is None else await _vectors(embedder, chunk)))
             chunk = []
     return ids
 

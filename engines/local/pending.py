@@ -10,6 +10,7 @@ whichever process looks next.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -20,6 +21,9 @@ from engines.local.embed import Vectors
 EMBEDDER_KEY = "embedder"
 DELETIONS_KEY = "deletions"
 WRITTEN_KEY = "written_at_ms"
+PROMISED_KEY = "promised_items"
+PROMISES = 64
+"""Promised items remembered: a read during a backfill embeds at most this many items' passages first."""
 _CHUNK = 500  # values per IN (...) list, well under SQLite's bound on parameters
 
 PassageSpan = tuple[int, int, int, str]
@@ -93,6 +97,44 @@ def last_written(conn: sqlite3.Connection) -> int:
     """When some process last stored or removed items, in milliseconds since the epoch (0: never)."""
     row = conn.execute("SELECT value FROM settings WHERE key = ?", (WRITTEN_KEY,)).fetchone()
     return int(row[0]) if row else 0
+
+
+def promise(conn: sqlite3.Connection, seq: int) -> None:
+    """Promise item `seq`'s vectors to the next vector read (inside the write that stored it): the contract lets
+    ranked reads lag for all but the last item of a store call. The latest `PROMISES` promises are kept, of items
+    with passages still queued; a read keeps them all (`promised`), the backlog usually first."""
+    held = [s for s in _promises(conn) if s != seq and _waiting(conn, s)]
+    conn.execute(
+        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (PROMISED_KEY, json.dumps([*held[-(PROMISES - 1) :], seq])),
+    )
+
+
+def promised(conn: sqlite3.Connection) -> list[PassageSpan]:
+    """The passages of promised items still waiting for their vectors (claimed or not); usually none."""
+    seqs = _promises(conn)
+    if not seqs:
+        return []
+    marks = ",".join("?" * len(seqs))
+    return conn.execute(
+        "SELECT p.rowid, p.start, p.stop, i.body FROM passages p CROSS JOIN items i ON i.seq = p.item_seq "
+        f"WHERE p.item_seq IN ({marks}) AND EXISTS (SELECT 1 FROM pending_vectors q WHERE q.passage = p.rowid) "
+        "ORDER BY p.item_seq, p.rowid",
+        seqs,
+    ).fetchall()
+
+
+def _promises(conn: sqlite3.Connection) -> list[int]:
+    row = conn.execute("SELECT value FROM settings WHERE key = ?", (PROMISED_KEY,)).fetchone()
+    return [int(s) for s in json.loads(row[0])] if row else []
+
+
+def _waiting(conn: sqlite3.Connection, seq: int) -> bool:
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM passages p JOIN pending_vectors q ON q.passage = p.rowid WHERE p.item_seq = ?)",
+        (seq,),
+    ).fetchone()
+    return bool(row[0])
 
 
 def has_pending(conn: sqlite3.Connection) -> bool:

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engines.contract import ConfigError
-from engines.local.embed import Vectors, normalise_rows
+from engines.local.embed import Vectors, encodable, normalise_rows
 
 
 @dataclass(frozen=True)
@@ -95,15 +95,6 @@ def _load(name: str) -> _Table:
         return _loaded[name]
 
 
-def _encodable(text: str) -> str:
-    # The tokenizer takes valid Unicode only; a lone surrogate (possible in a Python str) becomes U+FFFD.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
 class StaticEmbedder:
     """Mean-pooled static token embeddings of a packaged model (semantic similarity, offline, no PyTorch).
 
@@ -143,7 +134,7 @@ class StaticEmbedder:
         # of 4 MiB of headings (1,400 passages, 1.6 M tokens) held 150 MiB of them at once when encoded whole.
         for start in range(0, len(texts), _ENCODE_TEXTS):
             chunk = texts[start : start + _ENCODE_TEXTS]
-            encoded = tokenizer.encode_batch([_encodable(t) for t in chunk], add_special_tokens=False)
+            encoded = tokenizer.encode_batch([encodable(t) for t in chunk], add_special_tokens=False)
             self._pool_groups(out[start : start + len(chunk)], [e.ids[:MAX_TOKENS] for e in encoded])
         return normalise_rows(out)
 

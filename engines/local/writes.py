@@ -48,10 +48,11 @@ class _Numbers:
         self.rowid = _next(conn, "passages")
         self.inserted: set[ItemId] = set()
         self.queued = False
+        self.last_queued: int | None = None  # the seq of the last item inserted with passages queued
 
 
 def insert_items(
-    conn: sqlite3.Connection, tenant: str, chunks: Iterable[Chunk], embedder: str
+    conn: sqlite3.Connection, tenant: str, chunks: Iterable[Chunk], embedder: str, promise: bool = False
 ) -> tuple[set[ItemId], bool]:
     """Insert the chunks' items in one transaction; returns the ids actually inserted (the rest were held,
     perhaps written by another process since they were looked up, or came earlier in the same call), and
@@ -61,7 +62,8 @@ def insert_items(
     once the first chunk is there, and each chunk is inserted as it comes, so the caller's Python
     work overlaps SQLite's (which runs without the GIL). A chunk's `vectors` are stored with its items
     when the file's vectors are `embedder`'s; every other passage is queued for the backlog. Rows are
-    numbered here: the write lock is held, so no other writer can take those numbers.
+    numbered here: the write lock is held, so no other writer can take those numbers. With `promise`, the
+    last item inserted with queued passages is promised to the next vector read (`pending.promise`).
     """
     stream = iter(chunks)
     first = next(stream, None)
@@ -74,6 +76,8 @@ def insert_items(
             _insert_chunk(conn, tenant, chunk, admitted, numbers)
         if numbers.queued:
             pending.mark_written(conn)
+        if promise and numbers.last_queued is not None:
+            pending.promise(conn, numbers.last_queued)
     refresh_statistics(conn, numbers.seq - 1)
     return numbers.inserted, numbers.queued
 
@@ -102,6 +106,7 @@ def _insert_chunk(conn: sqlite3.Connection, tenant: str, chunk: Chunk, admitted:
             texts.append((rowid, passage.text))
             if rows is None:
                 queued.append(rowid)
+                numbers.last_queued = seq
             else:
                 embedded.append((rowid, rows[n].tobytes()))
             rowid += 1

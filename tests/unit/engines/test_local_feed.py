@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engines.contract import Document, EngineError, Item, ListRequest
+from engines.contract import Document, EngineError, FetchMode, FetchRequest, Item, ListRequest
 from engines.local import HashingEmbedder, LocalEngine, Vectors, feed
 from engines.local.database import connect
 from engines.local.static import StaticEmbedder
@@ -94,17 +94,25 @@ async def test_an_item_repeated_in_another_chunk_is_a_replay_of_its_first_copy(t
         engine.close()
 
 
-async def test_only_the_last_item_is_embedded_at_store_and_not_when_it_is_held(tmp_path: Path) -> None:
+async def test_storing_embeds_nothing_and_the_next_vector_read_embeds_each_calls_last_item(tmp_path: Path) -> None:
     embedder = CountingEmbedder()
     engine = LocalEngine(tmp_path / "m.sqlite3", embedder=embedder)
     items = _notes(3 * feed.CHUNK_ITEMS + 7)
     try:
-        engine._backlog.close()  # so every embedding counted is one made by the store call
-        await engine.store_many(items)
-        assert embedder.texts == [items[-1].render_text()]
-        assert await engine.vector_backlog() == len(items) - 1
+        engine._backlog.close()  # so every embedding counted is one made by the store call or a read
+        await engine.store_many(items[:50])
+        await engine.store_many(items[50:])
+        assert embedder.texts == []
+        assert await engine.vector_backlog() == len(items)
+        await engine.fetch(FetchRequest(query="note", mode=FetchMode.KEYWORD, limit=1))
+        assert embedder.texts == []  # a keyword read needs no vectors
+        await engine.fetch(FetchRequest(query="note", mode=FetchMode.VECTOR, limit=1))
+        # The query, and the last item of both calls: promised to the next vector read, in storing order.
+        assert sorted(embedder.texts) == sorted(["note", items[49].render_text(), items[-1].render_text()])
+        assert await engine.vector_backlog() == len(items) - 2
         await engine.store_many(items[-10:])
-        assert embedder.texts == [items[-1].render_text()]  # a replayed last item is not embedded again
+        await engine.fetch(FetchRequest(query="note again", mode=FetchMode.HYBRID, limit=1))
+        assert embedder.texts[3:] == ["note again"]  # a replayed last item is not promised again
     finally:
         engine.close()
 

@@ -96,7 +96,7 @@ async def test_an_old_file_opened_with_the_default_embedder_is_re_embedded(tmp_p
         assert [hit.id for hit in page.hits] == [written]
     finally:
         engine.close()
-    assert _query(path, "SELECT value FROM settings WHERE key = 'embedder'") == [("static:wordllama-l2-supercat/256",)]
+    assert _query(path, "SELECT value FROM settings WHERE key = 'embedder'") == [("minilm:all-MiniLM-L6-v2-int8/384",)]
 
 
 async def test_a_migration_that_fails_leaves_the_file_as_it_was(tmp_path: Path) -> None:

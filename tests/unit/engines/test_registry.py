@@ -67,6 +67,7 @@ async def test_config_from_toml_builds_a_working_engine(tmp_path: Path) -> None:
         path = "{tmp_path / "m.sqlite3"}"
         tenant = "ana"
         [engines.local.embedder]
+        kind = "static"
         dimensions = 128
         """
     )
