@@ -76,7 +76,7 @@ def test_another_model_file_is_another_identity_and_a_bad_one_is_refused(tmp_pat
     assert other.identity.startswith("minilm:mine.onnx:8199be6f699a395f/") and other.identity != IDENTITY
     broken = tmp_path / "broken.onnx"
     broken.write_bytes(b"not a model")
-    with pytest.raises(ConfigError, match="cannot load the MiniLM model from .*broken.onnx"):
+    with pytest.raises(ConfigError, match=r"cannot load the MiniLM model from .*broken\.onnx"):
         MiniLMEmbedder(broken)
 
 

@@ -1,4 +1,4 @@
-"""The packaged static embedder: offline semantic vectors, a hundred times cheaper than MiniLM, stable under its identity."""
+"""The packaged static embedder: offline semantic vectors, far cheaper than MiniLM, stable under its identity."""
 
 from __future__ import annotations
 
