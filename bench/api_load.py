@@ -7,6 +7,11 @@ A data directory's local engine is filled with `--items` generated documents (ab
 words with Zipf frequencies as in `engine_local.py`, stored 100 to a `store_many`). With `--data-dir` it is
 kept and reused when it already holds them; without, it is built in a temporary directory and removed.
 Either way the background vectors are waited for first, so nothing embeds while routes are measured.
+`--embedder` is the engine's (the server's and this process's): MiniLM, the default, or the static model.
+MiniLM embeds 10-20 passages a second here, so 50,000 would take an hour: the corpus's vectors are then
+a stand-in's, hashed n-grams of MiniLM's size under MiniLM's identity. A vector read costs the same for
+any values (a scan of 384 floats a passage), and every query is embedded by the real model, so the
+timings are MiniLM's; the rankings are not meaningful and are not what this measures.
 `tinymemory serve` (port 0, loopback, one API process) then serves it from a process of its own, and for
 each route (fetch keyword, fetch hybrid, recall), with a fixed, seeded list of `--queries` queries of three
 words drawn from the corpus vocabulary (common words match most items, rare ones a few):
@@ -51,7 +56,9 @@ from _report import emit
 from engine_local import vocabulary
 
 from engines.contract import Document, ExploreRequest, Facet, FetchMode, FetchRequest, Item, MemoryMeta, RecallRequest
-from engines.local import LocalEngine
+from engines.local import Embedder, HashingEmbedder, LocalEngine, Vectors
+from engines.local.minilm import MiniLMEmbedder
+from engines.local.static import StaticEmbedder
 from worker.settings import Settings
 
 SEED = 7
@@ -154,11 +161,29 @@ def fixed_queries(words: list[str], count: int) -> list[str]:
     return [" ".join(rng.choices(words, cum_weights=cumulative, k=WORDS_PER_QUERY)) for _ in range(count)]
 
 
-async def ensure_corpus(data_dir: Path, items: int, words: list[str]) -> None:
+class StandIn:
+    """Vectors of an embedder's size under its identity, from hashed n-grams: for filling a corpus whose
+    real vectors would take an hour to compute (see the module's notes)."""
+
+    def __init__(self, real: Embedder) -> None:
+        self.identity, self.dimensions = real.identity, real.dimensions
+        self._hashing = HashingEmbedder(real.dimensions)
+
+    async def embed(self, texts: list[str]) -> Vectors:
+        return await self._hashing.embed(texts)
+
+
+def real_embedder(name: str) -> Embedder:
+    return MiniLMEmbedder() if name == "minilm" else StaticEmbedder()
+
+
+async def ensure_corpus(data_dir: Path, items: int, words: list[str], embedder: str) -> None:
     """Fill the data directory's engine with `items` documents, unless a run of this already did."""
     manifest = data_dir / MANIFEST
-    wanted = {"items": items, "seed": SEED, "words": len(words)}
-    engine = LocalEngine(Settings(data_dir=data_dir).memory_file)
+    wanted = {"items": items, "seed": SEED, "words": len(words), "embedder": embedder}
+    real = real_embedder(embedder)
+    filler = StandIn(real) if embedder == "minilm" else real
+    engine = LocalEngine(Settings(data_dir=data_dir).memory_file, embedder=filler)
     try:
         held = (await engine.explore(ExploreRequest(facet=Facet.KIND, limit=10))).total
         if manifest.exists() and json.loads(manifest.read_text()) == wanted and held == items:
@@ -201,10 +226,12 @@ async def embedded(engine: LocalEngine) -> None:
 class ApiServer:
     """The API over a data directory, in a process of its own, as `tinymemory serve` runs it; its log in a file."""
 
-    def __init__(self, data_dir: Path, log: Path) -> None:
-        # Only the data directory comes from here: no TINYMEMORY_* of the caller's shell may change the engine.
+    def __init__(self, data_dir: Path, log: Path, embedder: str) -> None:
+        # Only the data directory and the embedder come from here: no TINYMEMORY_* of the caller's shell may
+        # change the engine.
         env = {k: v for k, v in os.environ.items() if not k.startswith("TINYMEMORY_")}
         env.update(TINYMEMORY_DATA_DIR=str(data_dir), TINYMEMORY_API_HOST="127.0.0.1", TINYMEMORY_API_PORT="0")
+        env.update(TINYMEMORY_ENGINES__LOCAL__EMBEDDER__KIND=embedder)
         serve = [str(Path(sys.executable).with_name("tinymemory")), "serve"]
         self.name = "`tinymemory serve`"
         self.log = log
@@ -437,6 +464,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=16, help="concurrent clients under load")
     parser.add_argument("--queries", type=int, default=200, help="the fixed list of queries, cycled through")
     parser.add_argument("--data-dir", type=Path, default=None, help="keep (and reuse) the built corpus here")
+    parser.add_argument("--embedder", choices=("minilm", "static"), default="minilm")
     parser.add_argument("--quick", action="store_true", help=f"a smoke run: {QUICK[0]:,} items, {QUICK[1]:g} s")
     args = parser.parse_args()
     items, seconds = QUICK if args.quick else FULL
@@ -447,8 +475,8 @@ def parse_args() -> argparse.Namespace:
 
 async def measure(args: argparse.Namespace, data_dir: Path, scratch: Path, queries: list[str]) -> list[str]:
     """Print the tables; the errors seen under load."""
-    server = ApiServer(data_dir, scratch / "serve.log")
-    engine = LocalEngine(Settings(data_dir=data_dir).memory_file)
+    server = ApiServer(data_dir, scratch / "serve.log", args.embedder)
+    engine = LocalEngine(Settings(data_dir=data_dir).memory_file, embedder=real_embedder(args.embedder))
     anchors: dict[str, Anchor] = {}
     loads: dict[str, Load] = {}
     try:
@@ -487,7 +515,7 @@ def main() -> None:
     try:
         data_dir = args.data_dir or scratch / "data"
         data_dir.mkdir(parents=True, exist_ok=True)
-        asyncio.run(ensure_corpus(data_dir, args.items, words))
+        asyncio.run(ensure_corpus(data_dir, args.items, words, args.embedder))
         errors = asyncio.run(measure(args, data_dir, scratch, queries))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

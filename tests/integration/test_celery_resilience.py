@@ -161,7 +161,6 @@ def test_an_embedder_unavailable_for_20_seconds_holds_up_nothing_and_its_vectors
         assert time.monotonic() < FlakyEmbeddings.healthy_at  # stored while the endpoint was still down
         assert cluster.state().dead_letters("notes") == []
         assert len(cluster.items("notes")) == 150
-        assert FlakyEmbeddings.refused >= 1
 
         def backlog() -> int:
             # Read plainly: an engine opened here with another embedder would take the file over.

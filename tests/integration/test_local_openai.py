@@ -103,14 +103,21 @@ async def test_vectors_come_from_the_embeddings_endpoint(engine: LocalEngine) ->
     assert calls[0]["auth"] == "Bearer sk-test-key"
 
 
-async def test_a_replayed_batch_asks_the_endpoint_only_for_new_items(engine: LocalEngine) -> None:
+async def test_storing_asks_the_endpoint_nothing_and_a_read_only_for_the_new_last_item(engine: LocalEngine) -> None:
+    def asked() -> list[list[str]]:
+        return [c["body"]["input"] for c in FakeOpenAI.seen if c["path"] == "/v1/embeddings"]
+
+    engine._backlog.close()  # so every call counted is one a store or a read made
     first = [Document.from_text(f"note {n} aaaa") for n in range(3)]
     await engine.store_many(first)
-    before = len([c for c in FakeOpenAI.seen if c["path"] == "/v1/embeddings"])
+    assert asked() == []
+    await engine.fetch(FetchRequest(query="aaaa", mode=FetchMode.VECTOR, limit=1))
+    assert sorted(asked()) == [["aaaa"], ["note 2 aaaa"]]  # the query, and the call's last item, promised
     receipts = await engine.store_many([*first, Document.from_text("a new one eeee")])
     assert [r.replayed for r in receipts] == [True, True, True, False]
-    calls = [c for c in FakeOpenAI.seen if c["path"] == "/v1/embeddings"][before:]
-    assert [c["body"]["input"] for c in calls] == [["a new one eeee"]]
+    assert len(asked()) == 2
+    await engine.fetch(FetchRequest(query="aaaa", mode=FetchMode.VECTOR, limit=1))  # its vector is kept
+    assert asked()[2:] == [["a new one eeee"]]
 
 
 async def test_recall_is_synthesised_by_the_chat_endpoint(engine: LocalEngine) -> None:
