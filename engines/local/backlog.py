@@ -59,11 +59,12 @@ def _now_ms() -> int:
 class VectorBacklog:
     """The backlog thread of one engine; `start` it once the file's embedder is settled, `close` it last."""
 
-    def __init__(self, db: Database, embedder: Embedder, path: str, batch: int = BATCH) -> None:
+    def __init__(self, db: Database, embedder: Embedder, path: str, batch: int | None = None) -> None:
         self._db = db
         self._embedder = embedder
         self._path = path
-        self._batch = batch
+        # A model as slow as MiniLM names a smaller batch: closing an engine waits for the batch being embedded.
+        self._batch: int = batch or getattr(embedder, "backlog_batch", BATCH)
         self._owner = f"{os.getpid()}-{secrets.token_hex(4)}"
         self._wake = threading.Event()
         self._stopping = threading.Event()

@@ -44,6 +44,9 @@ MAX_PIECES = 256
 """Word pieces of a text that count, special tokens included: the model was trained on 256 at most."""
 
 _BATCH = 16  # texts per session call: long enough to amortise a call, short enough that padding stays small
+BACKLOG_BATCH = 32
+"""Passages the backlog embeds per call (a second or two): a batch of 16 for each of two threads, and a short
+wait for a closing engine, which lets the batch being embedded finish."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,8 @@ class MiniLMEmbedder:
             self._model = _load(path, tokenizer_file, None)
             self._identity = f"minilm:{path.name}:{_sha256(path)[:16]}/{DIMENSIONS}"
         self._workers = max(1, min(2, os.cpu_count() or 1) if workers is None else workers)
+
+    backlog_batch = BACKLOG_BATCH
 
     @property
     def identity(self) -> str:

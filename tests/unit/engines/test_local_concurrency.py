@@ -1,4 +1,7 @@
-"""The local engine's reads run on several threads at once: same answers as one at a time, even while writing."""
+"""The local engine's reads run on several threads at once: same answers as one at a time, even while writing.
+
+The engines here embed with the static model: these tests wait for every vector of hundreds of documents, which
+MiniLM (the default, tested in test_local_minilm.py) takes half a minute to compute on two cores."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import pytest
 from engines.contract import Document, FetchMode, FetchRequest, ForgetTarget, MemoryMeta
 from engines.local import LocalEngine
 from engines.local.database import Database
+from engines.local.static import StaticEmbedder
 
 WORDS = [
     *("amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "heath"),
@@ -50,7 +54,7 @@ async def _answers(engine: LocalEngine, requests: list[FetchRequest]) -> list[li
 
 
 async def test_concurrent_searches_answer_as_one_at_a_time(tmp_path: Path) -> None:
-    engine = LocalEngine(tmp_path / "memory.db")
+    engine = LocalEngine(tmp_path / "memory.db", embedder=StaticEmbedder())
     try:
         await _store(engine, _documents(0, 300))
         requests = _requests()
@@ -62,7 +66,7 @@ async def test_concurrent_searches_answer_as_one_at_a_time(tmp_path: Path) -> No
 
 
 async def test_searches_during_writes_and_deletions_end_consistent(tmp_path: Path) -> None:
-    engine = LocalEngine(tmp_path / "memory.db")
+    engine = LocalEngine(tmp_path / "memory.db", embedder=StaticEmbedder())
     try:
         ids = await _store(engine, _documents(0, 200))
         requests = _requests()
@@ -76,7 +80,7 @@ async def test_searches_during_writes_and_deletions_end_consistent(tmp_path: Pat
         assert await engine.wait_for_vectors(timeout_s=60)
         # Once writing stops, this engine's vector copy (grown and pruned under concurrent searches) must
         # answer exactly as a fresh engine on the same file, which loads everything once.
-        fresh = LocalEngine(tmp_path / "memory.db")
+        fresh = LocalEngine(tmp_path / "memory.db", embedder=StaticEmbedder())
         try:
             assert await _answers(engine, requests) == await _answers(fresh, requests)
         finally:

@@ -13,6 +13,7 @@ import pytest
 from engines.contract import Document, EngineError, FetchMode, FetchRequest, Item, ListRequest
 from engines.local import HashingEmbedder, LocalEngine, Vectors, feed
 from engines.local.database import connect
+from engines.local.pending import PROMISED_PASSAGES
 from engines.local.static import StaticEmbedder
 from engines.local.writes import insert_items
 
@@ -113,6 +114,24 @@ async def test_storing_embeds_nothing_and_the_next_vector_read_embeds_each_calls
         await engine.store_many(items[-10:])
         await engine.fetch(FetchRequest(query="note again", mode=FetchMode.HYBRID, limit=1))
         assert embedder.texts[3:] == ["note again"]  # a replayed last item is not promised again
+    finally:
+        engine.close()
+
+
+async def test_a_read_embeds_at_most_a_bounded_part_of_a_long_promised_item(tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    engine = LocalEngine(tmp_path / "m.sqlite3", embedder=embedder, passage_chars=200)
+    book = Document.from_text("\n\n".join(f"chapter {n}: " + "a line of the long book. " * 6 for n in range(60)))
+    try:
+        engine._backlog.close()
+        await engine.store(book)
+        queued = await engine.vector_backlog()
+        assert queued > PROMISED_PASSAGES
+        await engine.fetch(FetchRequest(query="chapter", mode=FetchMode.HYBRID, limit=1))
+        assert await engine.vector_backlog() == queued - PROMISED_PASSAGES  # the rest is the backlog's
+        assert len(embedder.texts) == PROMISED_PASSAGES + 1  # and the query
+        await engine.fetch(FetchRequest(query="chapter two", mode=FetchMode.HYBRID, limit=1))
+        assert await engine.vector_backlog() == max(0, queued - 2 * PROMISED_PASSAGES)
     finally:
         engine.close()
 
