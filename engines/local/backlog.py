@@ -64,7 +64,7 @@ class VectorBacklog:
         self._embedder = embedder
         self._path = path
         # A model as slow as MiniLM names a smaller batch: closing an engine waits for the batch being embedded.
-        self._batch: int = batch or getattr(embedder, "backlog_batch", BATCH)
+        self._batch = int(batch or getattr(embedder, "backlog_batch", BATCH))
         self._owner = f"{os.getpid()}-{secrets.token_hex(4)}"
         self._wake = threading.Event()
         self._stopping = threading.Event()
