@@ -64,7 +64,8 @@ class VectorBacklog:
         self._embedder = embedder
         self._path = path
         # A model as slow as MiniLM names a smaller batch: closing an engine waits for the batch being embedded.
-        self._batch = int(batch or getattr(embedder, "backlog_batch", BATCH))
+        preferred: int = getattr(embedder, "backlog_batch", BATCH)
+        self._batch = batch if batch is not None else preferred
         self._owner = f"{os.getpid()}-{secrets.token_hex(4)}"
         self._wake = threading.Event()
         self._stopping = threading.Event()
