@@ -76,9 +76,9 @@ DEFAULT_PASSAGE_CHARS = 3000
 DEFAULT_MIN_SIMILARITY = 0.15
 
 FALLBACK_LOG_S = 60.0
+"""At most one log line a minute says that ranked reads stood on keyword for items without vectors."""
 QUERY_VECTORS = 1024
 """Query vectors kept, least recently used dropped first (1.5 KiB each at 384 dimensions)."""
-"""At most one log line a minute says that ranked reads stood on keyword for items without vectors."""
 
 
 RANKING_BLOCK = 100
@@ -337,7 +337,7 @@ class LocalEngine(MemoryEngine):
         return query_vector
 
     async def _keep_promise(self) -> None:
-        """Embed the last stored item of the latest store call now, if the backlog has not yet (`pending.promise`)."""
+        """Embed what is left of the items promised by store calls (`pending.promise`, a bounded part of them)."""
         spans = await self._db.read(pending.promised)
         if not spans:
             return
