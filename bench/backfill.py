@@ -14,7 +14,9 @@ process and timed around the work only (not start-up):
               the same files and the same deletions (needs the `bench` extra; skipped without it);
   floor       markitdown alone (`MarkItDown().convert(path)`, exceptions swallowed) over the same files in a warm
               pool of as many processes as our converter pool has;
-  command     the wall time of the whole `tinymemory ingest FOLDER --json`, first and unchanged;
+  command     the wall time of the whole `tinymemory ingest FOLDER --json --no-wait-vectors`, first and unchanged
+              (without waiting for the background vectors, which MiniLM computes for minutes after a large
+              first ingest; the command waits for them by default, with a progress bar);
   celery      (`--mode celery` or `both`) the same three steps through `--workers` `tinymemory worker --concurrency 1`
               processes on the local Redis (a fresh prefix, data directory and copy of the folder; started and
               warmed before the clock, which starts at the enqueue: see `_celery.py`), with each worker's peak RSS
@@ -227,7 +229,7 @@ def restore(source: Path, root: Path, files: Sequence[str]) -> None:
 
 def command_walls(root: Path, data_dir: Path) -> list[tuple[float, dict[str, Any]]]:
     """Wall time and JSON summary of `tinymemory ingest ROOT --json`, run twice on a fresh data directory."""
-    command = [str(Path(sys.executable).with_name("tinymemory")), "ingest", str(root), "--json"]
+    command = [str(Path(sys.executable).with_name("tinymemory")), "ingest", str(root), "--json", "--no-wait-vectors"]
     env = {**os.environ, "TINYMEMORY_DATA_DIR": str(data_dir)}
     walls = []
     for _ in range(2):

@@ -103,12 +103,28 @@ def _translate(err: sqlite3.Error) -> Exception:
     return EngineError(f"local engine failed: {text}")
 
 
+def _started(threads: int, name: str) -> ThreadPoolExecutor:
+    """A pool whose threads all run already, started by the calling thread.
+
+    A thread takes its scheduling priority from the thread that starts it, and a pool starts a thread when
+    work comes in and no thread is free. Started lazily, a reading thread could be started by the vector
+    backlog (which runs at a lower priority) and then serve every search at that priority: seen as one of
+    an API's two reading threads running at nice 10.
+    """
+    executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+    all_busy = threading.Barrier(threads + 1)
+    for _ in range(threads):
+        executor.submit(all_busy.wait)  # each finds no thread free, so each starts one
+    all_busy.wait()
+    return executor
+
+
 class _Lane:
     """One connection and the one thread that uses it."""
 
     def __init__(self, path: Path, name: str) -> None:
         self._path = path
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"tm-local-{name}")
+        self._executor = _started(1, f"tm-local-{name}")
         self._conn: sqlite3.Connection | None = None
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -143,7 +159,7 @@ class _ReadPool:
 
     def __init__(self, path: Path, threads: int) -> None:
         self._path = path
-        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tm-local-read")
+        self._executor = _started(threads, "tm-local-read")
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []

@@ -6,6 +6,7 @@ MiniLM (the default, tested in test_local_minilm.py) takes half a minute to comp
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -119,3 +120,28 @@ async def test_each_reading_thread_has_a_connection_of_its_own(tmp_path: Path, r
         assert len(set(await asyncio.gather(*(db.read(which) for _ in range(readers))))) == readers
     finally:
         db.close()
+
+
+def test_reading_threads_keep_the_engines_priority_when_the_backlog_reads_first(tmp_path: Path) -> None:
+    database = Database(tmp_path / "memory.db", readers=2)
+    ours = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    niceness: list[int] = []
+
+    def as_the_backlog() -> None:
+        # The backlog's thread runs at a lower priority and reads through the pool while other reads run.
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ours + 5)
+        release = threading.Event()
+        held = threading.Thread(target=lambda: database.read_now(lambda conn: release.wait(5)))
+        held.start()
+        for _ in range(4):
+            database.read_now(lambda conn: niceness.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+        release.set()
+        held.join()
+
+    try:
+        low = threading.Thread(target=as_the_backlog)
+        low.start()
+        low.join()
+        assert niceness == [ours] * 4
+    finally:
+        database.close()
