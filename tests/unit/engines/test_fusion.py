@@ -11,7 +11,8 @@ import pytest
 from engines.contract import Document, FetchMode, FetchRequest
 from engines.local import HashingEmbedder, LocalEngine
 from engines.local.embed import Vectors
-from engines.local.fusion import LEXICAL, SEMANTIC, Fusion, feedback_query, fuse, fuse_ranks, fusion_for
+from engines.local.fusion import LEXICAL, MINILM, SEMANTIC, Fusion, feedback_query, fuse, fuse_ranks, fusion_for
+from engines.local.minilm import MiniLMEmbedder
 from engines.local.search import Ranked
 from engines.local.static import StaticEmbedder
 
@@ -91,7 +92,8 @@ def test_feedback_moves_the_query_towards_keywords_best_items() -> None:
 def test_semantic_embedders_get_a_larger_share_than_lexical_ones() -> None:
     assert fusion_for(HashingEmbedder()) is LEXICAL
     assert fusion_for(StaticEmbedder()) is SEMANTIC
-    assert 0 < LEXICAL.vector < SEMANTIC.vector < 1
+    assert fusion_for(MiniLMEmbedder()) is MINILM  # the default: vectors as good as keyword, the largest share
+    assert 0 < LEXICAL.vector < SEMANTIC.vector < MINILM.vector < 1
     assert SEMANTIC.feedback_items > 0 and SEMANTIC.feedback_weight > 0
 
 
