@@ -53,12 +53,10 @@ from typing import Any
 
 import httpx
 from _report import emit
-from engine_local import vocabulary
+from engine_local import StandIn, real_embedder, vocabulary
 
 from engines.contract import Document, ExploreRequest, Facet, FetchMode, FetchRequest, Item, MemoryMeta, RecallRequest
-from engines.local import Embedder, HashingEmbedder, LocalEngine, Vectors
-from engines.local.minilm import MiniLMEmbedder
-from engines.local.static import StaticEmbedder
+from engines.local import LocalEngine
 from worker.settings import Settings
 
 SEED = 7
@@ -159,22 +157,6 @@ def fixed_queries(words: list[str], count: int) -> list[str]:
     """Words drawn as the documents draw theirs, from a generator of their own (the same for any --items)."""
     rng, cumulative = Random(SEED + 1), zipf_cumulative(words)
     return [" ".join(rng.choices(words, cum_weights=cumulative, k=WORDS_PER_QUERY)) for _ in range(count)]
-
-
-class StandIn:
-    """Vectors of an embedder's size under its identity, from hashed n-grams: for filling a corpus whose
-    real vectors would take an hour to compute (see the module's notes)."""
-
-    def __init__(self, real: Embedder) -> None:
-        self.identity, self.dimensions = real.identity, real.dimensions
-        self._hashing = HashingEmbedder(real.dimensions)
-
-    async def embed(self, texts: list[str]) -> Vectors:
-        return await self._hashing.embed(texts)
-
-
-def real_embedder(name: str) -> Embedder:
-    return MiniLMEmbedder() if name == "minilm" else StaticEmbedder()
 
 
 async def ensure_corpus(data_dir: Path, items: int, words: list[str], embedder: str) -> None:
