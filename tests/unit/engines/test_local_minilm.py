@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engines.contract import ConfigError, Document, FetchMode, FetchRequest
-from engines.local import LocalEngine
+from engines.local import LocalEngine, minilm
 from engines.local.factory import build_embedder
 from engines.local.minilm import DIMENSIONS, IDENTITY, MiniLMEmbedder
 from engines.settings import EmbedderSettings
@@ -76,8 +76,19 @@ def test_another_model_file_is_another_identity_and_a_bad_one_is_refused(tmp_pat
     assert other.identity.startswith("minilm:mine.onnx:8199be6f699a395f/") and other.identity != IDENTITY
     broken = tmp_path / "broken.onnx"
     broken.write_bytes(b"not a model")
+    unloadable = MiniLMEmbedder(broken)  # loaded at its first embedding, so opening an engine costs nothing
     with pytest.raises(ConfigError, match=r"cannot load the MiniLM model from .*broken\.onnx"):
-        MiniLMEmbedder(broken)
+        unloadable.embed_sync(["a text"])
+    with pytest.raises(ConfigError, match=r"cannot read the MiniLM model .*absent\.onnx: No such file"):
+        MiniLMEmbedder(tmp_path / "absent.onnx")
+
+
+def test_the_model_is_loaded_at_the_first_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("engines.local.minilm._loaded", {})
+    embedder = MiniLMEmbedder()
+    assert minilm._loaded == {}
+    assert embedder.embed_sync(["a text"]).shape == (1, 384)
+    assert len(minilm._loaded) == 1
 
 
 def test_a_changed_packaged_model_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
