@@ -39,8 +39,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+
 from engines.contract import Document, FetchMode, FetchRequest, MemoryMeta, SourceKind, SourceRef
 from engines.local import Embedder, HashingEmbedder, LocalEngine, Vectors
+from engines.local.embed import normalise_rows
 from engines.local.minilm import MiniLMEmbedder
 from engines.local.schema import FTS_TOKENIZER
 from engines.local.static import StaticEmbedder
@@ -58,10 +61,11 @@ class StandIn:
 
     def __init__(self, real: Embedder) -> None:
         self.identity, self.dimensions = real.identity, real.dimensions
-        self._hashing = HashingEmbedder(real.dimensions)
+        # Hashing needs a power of two: the next one up, its first `dimensions` columns kept.
+        self._hashing = HashingEmbedder(1 << (real.dimensions - 1).bit_length())
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
-        return await self._hashing.embed(texts)
+        return normalise_rows(np.ascontiguousarray((await self._hashing.embed(texts))[:, : self.dimensions]))
 
 
 def real_embedder(name: str) -> Embedder:
