@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from typing import Literal, Self
+from typing import ClassVar, Literal, Self
 
 from pydantic import ConfigDict, model_validator
 
@@ -113,6 +113,11 @@ class MemoryEngine(abc.ABC):
     `descriptor().ensure_mode`. Engine-specific failures are raised as the contract's error kinds,
     and only `UnavailableError` is worth retrying.
     """
+
+    stores_in_process: ClassVar[bool] = False
+    """Whether `store_many` is work of this process's CPU (Python, an embedded database) rather than a wait on
+    a server. A host then has nothing to gain by preparing its next batch while a store runs: the two only take
+    turns on the GIL, and the store's writing thread waits for it after every database step."""
 
     @abc.abstractmethod
     def descriptor(self) -> EngineDescriptor: ...

@@ -115,6 +115,8 @@ class LocalEngine(MemoryEngine):
     never searched together.
     """
 
+    stores_in_process = True
+
     def __init__(
         self,
         path: str | os.PathLike[str],

@@ -71,6 +71,8 @@ class ReferenceEngine(MemoryEngine):
     or erased item is removed outright and nothing of it is remembered, so storing it again is new.
     """
 
+    stores_in_process = True
+
     def __init__(self) -> None:
         self._held: dict[ItemId, _Held] = {}
         self._lock = asyncio.Lock()

@@ -120,6 +120,22 @@ async def test_a_migration_with_a_helper_stores_what_one_in_place_stores(ws: V1W
     assert outcomes[0] == outcomes[1]
 
 
+@pytest.mark.parametrize(("cpus", "helped"), [(1, False), (2, True), (4, True)])
+async def test_a_helper_reads_from_two_cpus_up(
+    ws: V1Workspace, monkeypatch: pytest.MonkeyPatch, cpus: int, helped: bool
+) -> None:
+    started: list[LegacyWorkspace] = []
+
+    def start(workspace: LegacyWorkspace, plan: ReadPlan) -> None:
+        started.append(workspace)  # and no process: the migration reads in place
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(cpus)))
+    monkeypatch.setattr(HelperProcess, "start", start)
+    with LegacyWorkspace.open(ws.root) as opened:
+        report = await migrate_with(ReferenceEngine(), opened, None, lambda _: None, helper_from=1)
+    assert report.stored > 0 and len(started) == int(helped)
+
+
 async def test_a_helper_that_cannot_open_the_workspace_is_never_ready(tmp_path: Path) -> None:
     ws = generated_workspace(tmp_path / "ws", 10)
     with LegacyWorkspace.open(ws.root) as opened:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 import sqlite3
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from pipeline.legacy_import import (
     LegacyWorkspace,
     MigrationFailed,
     MigrationReport,
+    ReadStats,
     migrate,
     migrate_with,
     prepared_items,
@@ -208,6 +210,41 @@ async def test_a_read_failure_propagates_and_leaves_what_was_stored(big: V1Works
         total = len(list(reopened.items()))
         resumed = await migrate(inner, reopened, saved[-1])
     assert (resumed.stored, resumed.replayed) == (total - 100 * len(saved), 0)
+
+
+class OverNetwork(DelegatingEngine):
+    """A store that waits as a server's would, noting the rows read before and after each one."""
+
+    def __init__(self, stats: ReadStats) -> None:
+        super().__init__(ReferenceEngine())
+        self.stats = stats
+        self.rows_around: list[tuple[int, int]] = []
+
+    async def store_many(self, items: list[Item]) -> list[StoreReceipt]:
+        before = self.stats.rows
+        await asyncio.sleep(0.01)
+        receipts = await self.inner.store_many(items)
+        self.rows_around.append((before, self.stats.rows))
+        return receipts
+
+
+class InProcess(OverNetwork):
+    stores_in_process = True
+
+
+@pytest.mark.parametrize("engine_kind", [OverNetwork, InProcess])
+async def test_the_next_batch_is_read_during_a_store_only_when_the_store_waits_on_a_server(
+    big: V1Workspace, engine_kind: type[OverNetwork]
+) -> None:
+    stats = ReadStats()
+    engine = engine_kind(stats)
+    with LegacyWorkspace.open(big.root) as opened:
+        report = await migrate_with(engine, opened, None, lambda _: None, stats=stats, helper_from=None)
+    assert report.batches == len(engine.rows_around) > 2
+    # Every batch but the last: a remote store overlaps the next read, an in-process one never does (the two
+    # would only take turns on the GIL).
+    read_meanwhile = [after > before for before, after in engine.rows_around[:-1]]
+    assert read_meanwhile == [not engine.stores_in_process] * len(read_meanwhile)
 
 
 class Untouchable(DelegatingEngine):
