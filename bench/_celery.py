@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import itertools
 import json
 import os
 import shutil
@@ -216,6 +217,7 @@ class CelerySync(NamedTuple):
     batches: list[BatchReport]
     tasks: list[TaskRun]
     missing: int
+    started_at: float = 0.0  # the enqueue, in the workers' clock (seconds since the epoch)
 
     @property
     def raised(self) -> list[TaskRun]:
@@ -383,7 +385,7 @@ class CeleryPipeline:
             found, ran = parse_log(n, self.log_path(n), run_id)
             batches.extend(found)
             tasks.extend(task for task in ran if task.received >= wall - 0.01)
-        self.steps.append(CelerySync(seconds, report, batches, tasks, missing))
+        self.steps.append(CelerySync(seconds, report, batches, tasks, missing, wall))
         return self.steps[-1]
 
     async def items(self, source_id: str, file_path: str | None = None) -> int:
@@ -466,12 +468,22 @@ def task_lines(steps: Sequence[CelerySync], labels: Sequence[str], workers: int)
             shape = f" (mean {sum(batches) / len(batches):.3f} s, max {max(batches):.3f} s)" if batches else ""
             sync = f" + sync {syncs[0]:.3f} s" if syncs else ""
             busy = sum(task.seconds for task in ran)
-            parts.append(f"w{n + 1} {len(batches)} batches{shape}{sync}, busy {busy:.2f} s")
+            parts.append(f"w{n + 1} {len(batches)} batches{shape}{sync}, busy {busy:.2f} s{_waits(ran, step)}")
         lines.append(f"celery {label} ({step.seconds:.3f} s): " + "; ".join(parts))
         if step.raised or step.missing:
             first = step.raised[0].error if step.raised else "none raised"
             lines.append(f"  FAIL: {len(step.raised)} tasks raised ({first}); {step.missing} units never counted")
     return lines
+
+
+def _waits(ran: list[TaskRun], step: CelerySync) -> str:
+    """When the worker's first task came (after the enqueue), and its waits between one task's end and the next
+    one's receipt: what the queue and the worker's own task handling cost it."""
+    if not ran:
+        return ""
+    ordered = sorted(ran, key=lambda task: task.received)
+    gaps = sum(max(0.0, b.received - (a.received + a.seconds)) for a, b in itertools.pairwise(ordered))
+    return f" (first at {ordered[0].received - step.started_at:.3f} s, waits between tasks {gaps:.2f} s)"
 
 
 def print_report(report: CeleryReport, labels: Sequence[str]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import reprlib
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -76,9 +77,25 @@ def celery_send(app: Celery) -> Send:
 
     def send(task_id: str, delivery: Delivery) -> None:
         expires = None if delivery.expires_at is None else datetime.fromtimestamp(delivery.expires_at, UTC)
-        app.send_task(delivery.task, args=delivery.args, queue=delivery.queue, task_id=task_id, expires=expires)
+        app.send_task(
+            delivery.task,
+            args=delivery.args,
+            queue=delivery.queue,
+            task_id=task_id,
+            expires=expires,
+            argsrepr=args_repr(delivery.args),
+            kwargsrepr="{}",
+        )
 
     return send
+
+
+def args_repr(args: list[Any]) -> str:
+    """A message's arguments as monitoring shows them (Flower, `celery inspect`): a batch's changes counted, not
+    listed. Celery's own repr of a batch of 100 walks every change, half the cost of sending it (a first sync
+    sends one per 100 files before its workers have all started)."""
+    shown = (f"<{len(arg)} items>" if isinstance(arg, list | dict) else reprlib.repr(arg) for arg in args)
+    return f"[{', '.join(shown)}]"
 
 
 class Swept(BaseModel):
