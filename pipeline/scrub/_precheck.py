@@ -8,8 +8,9 @@ extended rules (anything else takes the full path):
 - stage 1 (`_keys`) returns the text unless it holds `-----` or `PuTTY`;
 - stage 2 (`_markers`) unless it holds `/secret/` or, folded, `bearer `;
 - stage 3 (`_credentials`): URL passwords need an `@`; vendor tokens a run of token characters long enough
-  for one (`_vendors._runs`) or, folded, a needle of the shapes without a literal; the keyword rule one of
-  its needles, folded;
+  for one that holds a needle of the formats found in runs (`_vendors.may_hold_run_token`: a link or a path
+  holds none) or, folded, a needle of the shapes without a literal; the keyword rule one of its needles,
+  folded;
 - stage 4 (`_pii`) finds nothing when the view (an ASCII text is its own) lacks the digits every class needs
   (`_pii._digit_span`) or the union of hints has no match from the first digit to LOOKBACK past the last,
   which is the range its windows come from; emails need an `@`.
@@ -32,7 +33,7 @@ from pipeline.scrub._markers import BEARER_MARKER, SECRET_MARKER
 from pipeline.scrub._needles import minimal_needles
 from pipeline.scrub._pii import _digit_span
 from pipeline.scrub._report import SPEC_RULES, Policy
-from pipeline.scrub._vendors import _SCAN_NEEDLES, _runs
+from pipeline.scrub._vendors import _SCAN_NEEDLES, may_hold_run_token
 
 PRIVATE_KEY_LITERALS = ("-----", "PuTTY")
 """Stage 1 looks for a block only in a text holding one of these (`_keys._without_block`)."""
@@ -64,7 +65,7 @@ def nothing_to_scrub(texts: Sequence[str], policy: Policy) -> bool:
     text = texts[0] if len(texts) == 1 else "\x00".join(texts)
     if policy.rules is SPEC_RULES or not text.isascii():
         return False
-    if _holds_literal(text.lower()) or _runs(text):
+    if _holds_literal(text.lower()) or may_hold_run_token(text):
         return False
     if len(texts) == 1:
         return _without_identifier(text)

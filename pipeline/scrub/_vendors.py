@@ -218,15 +218,27 @@ def _runs(text: str) -> list[Span]:
     return spans
 
 
+def _runs_hold_needle(text: str, runs: list[Span]) -> bool:
+    """Whether one of `runs` holds a needle of a format found in runs; without one, no run is a token.
+
+    Most runs hold none (links, paths, options): one scan of them all, joined, rules them out together. A space
+    holds no needle and ends every run, so no needle spans two runs of the join.
+    """
+    return bool(runs) and _NEEDLES.pattern.search(" ".join([text[start:end] for start, end in runs])) is not None
+
+
+def may_hold_run_token(text: str) -> bool:
+    """Whether `find_vendor_tokens` could find a token in the text's runs: one long enough, holding a needle."""
+    return _runs_hold_needle(text, _runs(text))
+
+
 def find_vendor_tokens(probe: FoldedText) -> list[Span]:
     """The spans of every vendor token in the text (overlaps not resolved)."""
     text = probe.text
     spans: set[Span] = set()
     key_id = False
     runs = _runs(text)
-    # Most runs hold no needle (links, paths, options): one scan of them all, joined, rules them out together.
-    # A space holds no needle and ends every run, so no needle spans two runs of the join.
-    if runs and _NEEDLES.pattern.search(" ".join([text[start:end] for start, end in runs])) is not None:
+    if _runs_hold_needle(text, runs):
         for start, end in runs:
             for at, needle in _NEEDLES.occurrences(text[start:end]):
                 key_id = key_id or needle in _AWS_KEY_ID_NEEDLES
