@@ -17,7 +17,7 @@ import pytest
 from tests.fixtures.redis_servers import RedisTarget, open_redis
 from worker.cluster import tasks
 from worker.cluster.app import create_app
-from worker.cluster.deliveries import CONFIRM_S, RESEND_LIMIT, Deliveries, Delivery, celery_send
+from worker.cluster.deliveries import CONFIRM_S, RESEND_LIMIT, Deliveries, Delivery, args_repr, celery_send
 from worker.cluster.queues import BACKFILL_QUEUE, ERASE_QUEUE, ERASE_TASK, INGEST_TASK
 from worker.cluster.runtime import ClusterRuntime
 from worker.records import Change, ManifestEntry
@@ -276,3 +276,11 @@ def test_the_units_of_a_batch_given_up_are_dead_lettered_unless_committed(
     assert [(d.unit_id, d.stage, d.error) for d in letters] == [("a.md", "store", "Lost")]
     assert "sent 1 times" in letters[0].message and "replay" in letters[0].message
     assert deliveries.count() == 0
+
+
+def test_monitoring_sees_a_batch_counted_and_short_arguments_as_they_are() -> None:
+    changes = [{"unit_id": f"{n}.md", "action": "upsert", "version": "1"} for n in range(100)]
+    assert args_repr(["src", changes, None]) == "['src', <100 items>, None]"
+    assert args_repr(["e-1"]) == "['e-1']"
+    shown = args_repr(["x" * 500, {"scope": {"kind": "source", "source_id": "s" * 500}}])
+    assert len(shown) < 150 and shown.startswith("['xxx") and "..." in shown
