@@ -19,7 +19,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from pipeline.convert import ConvertLimits, native_chain
-from worker.jobs import Prepared, TextJob, UnitStageError, read_text_unit
+from pipeline.scrub import SanitizationReport
+from worker.jobs import Prepared, TextJob, UnitReading, UnitStageError, read_text_unit
 from worker.pool_process import start_pool_process
 
 logger = logging.getLogger(__name__)
@@ -28,24 +29,26 @@ logger = logging.getLogger(__name__)
 _CONTEXT = multiprocessing.get_context("spawn")
 
 
-def prepare_texts(job: TextJob, limits: ConvertLimits) -> list[Prepared]:
+Outcome = tuple[UnitReading | None, SanitizationReport | None, UnitStageError | None]
+"""A `Prepared` without its change, which the calling process has already: sent back, the change cost as much
+to unpickle again as a fifth of the unit's items."""
+
+
+def prepare_texts(job: TextJob, limits: ConvertLimits) -> list[Outcome]:
     """Run in a worker: every unit of the slice through `read_text_unit`, in order."""
     # A reader per job, as the batch's own process makes one per batch: what it caches about
     # ignore rules must not outlive the listing the changes came from. The kind's module is
     # loaded from where the job says, so a kind registered only in the parent works here too.
     reader = job.kind.load().build(job.entry, job.options)
     native = native_chain()
-    prepared = []
+    prepared: list[Outcome] = []
     for change in job.changes:
         try:
             outcome = read_text_unit(reader, change, job.previous.get(change.unit_id), job.rules, native, limits)
         except UnitStageError as failure:
-            prepared.append(Prepared(change, failure=failure))
+            prepared.append((None, None, failure))
             continue
-        if outcome is None:
-            prepared.append(Prepared(change))
-        else:
-            prepared.append(Prepared(change, reading=outcome[0], report=outcome[1]))
+        prepared.append((None, None, None) if outcome is None else (*outcome, None))
     return prepared
 
 
@@ -125,7 +128,11 @@ class TextPool:
         except Exception as err:  # the slice could not even start there (its reader failed to build)
             logger.warning("text preparation failed (%s: %s); preparing this batch in place", type(err).__name__, err)
             return None
-        return [unit for part in parts for unit in part]
+        return [
+            Prepared(change, reading, report, failure)
+            for changes, part in zip(slices, parts, strict=True)
+            for change, (reading, report, failure) in zip(changes, part, strict=True)
+        ]
 
     def _discard(self, executor: ProcessPoolExecutor) -> None:
         with self._lock:
