@@ -217,7 +217,7 @@ class CelerySync(NamedTuple):
     batches: list[BatchReport]
     tasks: list[TaskRun]
     missing: int
-    started_at: float = 0.0  # the enqueue, in the workers' clock (seconds since the epoch)
+    started_at: float  # the enqueue, in the workers' clock (seconds since the epoch)
 
     @property
     def raised(self) -> list[TaskRun]:

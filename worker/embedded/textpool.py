@@ -30,8 +30,8 @@ _CONTEXT = multiprocessing.get_context("spawn")
 
 
 Outcome = tuple[UnitReading | None, SanitizationReport | None, UnitStageError | None]
-"""A `Prepared` without its change, which the calling process has already: sent back, the change cost as much
-to unpickle again as a fifth of the unit's items."""
+"""A `Prepared` without its change, which the calling process has already: sent back, the change took half as
+long to unpickle again as the unit's items (10 against 21 µs a tldr page)."""
 
 
 def prepare_texts(job: TextJob, limits: ConvertLimits) -> list[Outcome]:
