@@ -2,14 +2,15 @@
 
     .venv/bin/python bench/engine_local.py [--items 50000] [--queries 200] [--dir DIR]
                                            [--embedder minilm|static|hashing] [--tldr ../shared/corpus/tldr-pages]
-                                           [--write-only] [--repeats 3]
+                                           [--write-only] [--breakdown] [--repeats 3]
 
 First, the write path against its floor: on the same texts, `store_many` (batches of 100, fresh file,
 the chosen embedder) against bare SQLite (a rowid table plus a contentless FTS5 index with the
 engine's tokenizer and pragmas, 100 rows a commit), both measured in this run, batch by batch in
 turn, over `--repeats` runs; the ratio is engine / floor (target >= 0.6). The texts are tldr-pages'
 common pages (as a folder sync makes them: title, folder, path, observed time) when `--tldr` is given
-or found beside this checkout, and 5,000 of the generated 2 KB documents. `--write-only` stops there.
+or found beside this checkout, and 5,000 of the generated 2 KB documents. `--breakdown` then times the write's
+two halves alone against the same floor (`_write_breakdown.py`). `--write-only` stops there.
 
 Then the large run: documents are generated (about 2 KB of text from a Zipf-distributed vocabulary of made-up words),
 stored in batches of 100 one call at a time, then queried with three words drawn from a random
@@ -40,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from _write_breakdown import print_breakdown
 
 from engines.contract import Document, FetchMode, FetchRequest, MemoryMeta, SourceKind, SourceRef
 from engines.local import Embedder, HashingEmbedder, LocalEngine, Vectors
@@ -209,6 +211,7 @@ async def main() -> None:
     parser.add_argument("--tldr", type=Path, default=DEFAULT_TLDR)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write-only", action="store_true")
+    parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
     embedder = real_embedder(args.embedder)
     rng = random.Random(7)
@@ -217,6 +220,8 @@ async def main() -> None:
     if (args.tldr / "pages" / "common").is_dir():
         corpora = {"tldr-pages": tldr_documents(args.tldr), **corpora}
     await write_ratios(corpora, embedder, args.repeats)
+    if args.breakdown:
+        print_breakdown(corpora, FloorStore, args.repeats)
     if args.write_only:
         return
     print(f"generating {args.items:,} documents of about 2 KB ...", flush=True)
