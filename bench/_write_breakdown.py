@@ -3,7 +3,7 @@
 The engine's write is two halves that overlap (`engines/local/feed.py`): the caller's Python prepares each item
 (its id and wire JSON, its row, its passages) while the writing thread inserts the items prepared before. Each
 half is timed here alone, on one thread, batch by batch in turn with the floor on the same texts:
-  preparing     `rows.prepare` of every item of the batch (the id and wire JSON included);
+  preparing     `feed.prepared_item` of every item of the batch (its id and wire JSON, then `rows.prepare`);
   SQL           `writes.insert_items` of the prepared batch into a fresh engine file (the engine's schema,
                 pragmas and statements, vectors queued for the backlog as with MiniLM);
   SQL, bare     the same into a file whose items table has no secondary index (what no filter could use
@@ -20,21 +20,15 @@ from pathlib import Path
 from engines.contract import Document
 from engines.local.database import connect
 from engines.local.engine import DEFAULT_PASSAGE_CHARS
-from engines.local.rows import Chunk, PreparedItem, prepare
+from engines.local.feed import prepared_item
+from engines.local.rows import Chunk, PreparedItem
 from engines.local.schema import ensure_schema
 from engines.local.writes import insert_items
 
 TENANT = "default"
 BATCH = 100
 QUEUED_EMBEDDER = "bench-queued"  # not the file's embedder: every passage is queued, as MiniLM's are
-
-
-def _prepared(batch: list[Document]) -> list[PreparedItem]:
-    prepared = []
-    for doc in batch:
-        item_id, wire = doc.identified()
-        prepared.append(prepare(TENANT, item_id, doc, wire, DEFAULT_PASSAGE_CHARS))
-    return prepared
+PARTS = ("floor", "preparing", "SQL", "SQL, bare")
 
 
 class _EngineFile:
@@ -60,13 +54,13 @@ def _one_run(docs: list[Document], folder: Path, floor_type: type) -> dict[str, 
     floor = floor_type(folder / f"floor-{stamp}.sqlite3")
     full = _EngineFile(folder / f"full-{stamp}.sqlite3", bare=False)
     bare = _EngineFile(folder / f"bare-{stamp}.sqlite3", bare=True)
-    spent = dict.fromkeys(("floor", "preparing", "SQL", "SQL, bare"), 0.0)
+    spent = dict.fromkeys(PARTS, 0.0)
     for start in range(0, len(docs), BATCH):
         batch = docs[start : start + BATCH]
         began = time.perf_counter()
         floor.store([doc.body.value for doc in batch])
         prepared_at = time.perf_counter()
-        prepared = _prepared(batch)
+        prepared = [prepared_item(TENANT, doc, DEFAULT_PASSAGE_CHARS) for doc in batch]
         full_at = time.perf_counter()
         full.insert(prepared)
         bare_at = time.perf_counter()
@@ -84,14 +78,13 @@ def _one_run(docs: list[Document], folder: Path, floor_type: type) -> dict[str, 
 def print_breakdown(corpora: dict[str, list[Document]], floor_type: type, repeats: int) -> None:
     """Each half's µs a document and its ratio against the floor, summed over `repeats` interleaved runs."""
     for name, docs in corpora.items():
-        total = dict.fromkeys(("floor", "preparing", "SQL", "SQL, bare"), 0.0)
+        total = dict.fromkeys(PARTS, 0.0)
         with tempfile.TemporaryDirectory(prefix="tm-bench-breakdown-") as tmp:
             for _ in range(repeats):
                 for part, seconds in _one_run(docs, Path(tmp), floor_type).items():
                     total[part] += seconds
         per_doc = {part: seconds / (len(docs) * repeats) * 1e6 for part, seconds in total.items()}
         halves = "  ".join(
-            f"{part} {per_doc[part]:.1f} µs (ratio {per_doc['floor'] / per_doc[part]:.2f})"
-            for part in ("preparing", "SQL", "SQL, bare")
+            f"{part} {per_doc[part]:.1f} µs (ratio {per_doc['floor'] / per_doc[part]:.2f})" for part in PARTS[1:]
         )
         print(f"breakdown {name}: floor {per_doc['floor']:.1f} µs a doc  {halves}", flush=True)

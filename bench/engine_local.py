@@ -208,7 +208,7 @@ async def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--embedder", choices=("minilm", "static", "hashing"), default="minilm")
-    parser.add_argument("--tldr", type=Path, default=DEFAULT_TLDR)
+    parser.add_argument("--tldr", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write-only", action="store_true")
     parser.add_argument("--breakdown", action="store_true")
@@ -217,8 +217,11 @@ async def main() -> None:
     rng = random.Random(7)
     words = vocabulary(rng)
     corpora = {"synthetic-2k": documents(FLOOR_DOCS, words, random.Random(11))}
-    if (args.tldr / "pages" / "common").is_dir():
-        corpora = {"tldr-pages": tldr_documents(args.tldr), **corpora}
+    if args.tldr is not None and not (args.tldr / "pages" / "common").is_dir():
+        parser.error(f"--tldr {args.tldr}: no pages/common folder there; give a checkout of tldr-pages")
+    tldr = args.tldr or DEFAULT_TLDR
+    if (tldr / "pages" / "common").is_dir():
+        corpora = {"tldr-pages": tldr_documents(tldr), **corpora}
     await write_ratios(corpora, embedder, args.repeats)
     if args.breakdown:
         print_breakdown(corpora, FloorStore, args.repeats)

@@ -107,7 +107,7 @@ async def _fed(
     seen: set[ItemId] = set()
     chunk: list[PreparedItem] = []
     for index, item in enumerate(items):
-        prep = _prepared(tenant, item, passage_chars)
+        prep = prepared_item(tenant, item, passage_chars)
         ids.append(prep.id)
         if prep.id not in seen:
             seen.add(prep.id)
@@ -118,7 +118,7 @@ async def _fed(
     return ids
 
 
-def _prepared(tenant: str, item: Item, passage_chars: int) -> PreparedItem:
+def prepared_item(tenant: str, item: Item, passage_chars: int) -> PreparedItem:
     item_id, wire = item.identified()
     return prepare(tenant, item_id, item, wire, passage_chars)
 

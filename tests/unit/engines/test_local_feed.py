@@ -51,7 +51,7 @@ async def test_a_failure_after_some_chunks_were_written_stores_nothing(
 ) -> None:
     engine = LocalEngine(tmp_path / "m.sqlite3", embedder=HashingEmbedder())
     items = _notes(90)
-    prepared = feed._prepared
+    prepared = feed.prepared_item
     calls = 0
 
     def failing(tenant: str, item: Item, passage_chars: int) -> object:
@@ -62,10 +62,10 @@ async def test_a_failure_after_some_chunks_were_written_stores_nothing(
         return prepared(tenant, item, passage_chars)
 
     try:
-        monkeypatch.setattr(feed, "_prepared", failing)
+        monkeypatch.setattr(feed, "prepared_item", failing)
         with pytest.raises(ValueError, match="cannot prepare"):
             await engine.store_many(items)
-        monkeypatch.setattr(feed, "_prepared", prepared)
+        monkeypatch.setattr(feed, "prepared_item", prepared)
         assert await _stored(engine) == 0
         with closing(sqlite3.connect(tmp_path / "m.sqlite3", timeout=1)) as other:
             other.execute("BEGIN IMMEDIATE")  # the write lock was given back
@@ -138,7 +138,7 @@ async def test_a_read_embeds_at_most_a_bounded_part_of_a_long_promised_item(tmp_
 
 async def test_an_abandoned_feed_rolls_the_transaction_back(tmp_path: Path) -> None:
     conn = connect(tmp_path / "m.sqlite3")
-    chunk = feed.Chunk([feed._prepared("", item, 3000) for item in _notes(5)], {})
+    chunk = feed.Chunk([feed.prepared_item("", item, 3000) for item in _notes(5)], {})
     waiting = feed.Feed(timeout_s=0.05)
     waiting.put(chunk)
     failed = feed.Feed()
