@@ -43,7 +43,7 @@ from typing import IO, Any, NamedTuple, TypeVar
 from engines.contract import ListRequest, MemoryEngine, MetaFilter
 from engines.local import LocalEngine
 from sources import SourceConfigKind, SourceEntry
-from worker.cluster.app import create_app
+from worker.cluster.celery_app import create_app
 from worker.cluster.queues import ALL_QUEUES
 from worker.cluster.runtime import enqueue_sync
 from worker.records import BatchReport, SyncReport

@@ -427,7 +427,7 @@ def print_floor(p50_ms: float, server_ms: float, client_ms: float) -> None:
     if p50_ms >= NAGLE_MS:
         print(
             "  that is Nagle's algorithm waiting on the client's delayed ACK: uvicorn writes a response's head and "
-            "body apart, so the serving socket needs TCP_NODELAY (`worker/cli/serving.py::bind` sets it)"
+            "body apart, so the serving socket needs TCP_NODELAY (`tinymemory_ingest/cli/serving.py::bind` sets it)"
         )
 
 

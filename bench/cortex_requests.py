@@ -80,9 +80,9 @@ def cpu_seconds(pid: int | None = None) -> float:
 
 @contextmanager
 def double_process(wire: str) -> Iterator[tuple[str, int]]:
-    """A CortexDB double in a process of its own (`python -m engines.cortex.testing`); yields its URL and pid."""
+    """A CortexDB double in a process of its own (`python -m tinymemory_ingest.cortex_double`): its URL and pid."""
     port = _free_port()
-    command = [sys.executable, "-m", "engines.cortex.testing", "--port", str(port), "--wire", wire]
+    command = [sys.executable, "-m", "tinymemory_ingest.cortex_double", "--port", str(port), "--wire", wire]
     child = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -41,7 +41,7 @@ from engines.local import LocalEngine
 from sources import SourceEntry
 from worker import control
 from worker.embedded import EmbeddedRuntime, InProcessErasures
-from worker.erasures import ErasureReceipt, ErasureTarget
+from worker.erasure.request import ErasureReceipt, ErasureTarget
 from worker.records import ManifestEntry
 from worker.settings import Settings
 from worker.state.sqlite import SqliteStateStore

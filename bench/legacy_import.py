@@ -7,11 +7,11 @@ A v1 workspace of `--rows` rows is written with the v1 DDL (tests/fixtures/legac
 and 10% profile facets. Then, each `--repeat` times and timed around the work only (wall and CPU):
   floor      `store_many` alone, in calls of 100, into a fresh local engine, on exactly the items the import
              stores (read, mapped and scrubbed beforehand, outside the clock);
-  in place   `pipeline.legacy_import.migrate_with` into a fresh local engine: read, map, scrub, store,
+  in place   `pipeline.legacy.migrate_with` into a fresh local engine: read, map, scrub, store,
              checkpoint, all in this process (`helper_from=None`);
   helper     the same with reading, mapping and scrubbing in a helper process once it is up (`helper_from=0`);
   migrate    whichever of the two `migrate` picks here (a helper from `HELPER_MIN_CPUS` CPUs and 5,000 items);
-  command    the job `tinymemory import-legacy` runs (`worker.jobs.legacy.import_legacy`): the same, plus its
+  command    the job `tinymemory import-legacy` runs (`worker.legacy.job.import_legacy`): the same, plus its
              record written to the data directory after every batch;
 and once, a second import into the same engine (every item a replay). Beside them, with no engine, what the
 import adds to the floor: `read` (the workspace's items read and mapped, `LegacyWorkspace.items`) and `scrub`
@@ -45,11 +45,11 @@ from _report import emit
 
 from engines.contract import MAX_STORE_MANY, StoreItem
 from engines.local import LocalEngine
-from pipeline.legacy_import import Checkpoint, LegacyWorkspace, migrate_with, prepared_items
-from pipeline.legacy_migrate import HELPER_FROM_ITEMS, HELPER_MIN_CPUS
+from pipeline.legacy import Checkpoint, LegacyWorkspace, migrate_with, prepared_items
+from pipeline.legacy.migrate import HELPER_FROM_ITEMS, HELPER_MIN_CPUS
 from pipeline.scrub import Policy, scrub_item
 from tests.fixtures.legacy_workspace import generated_workspace
-from worker.jobs.legacy import LegacyImportRequest, LegacyImports, import_legacy
+from worker.legacy.job import LegacyImportRequest, LegacyImports, import_legacy
 from worker.tuning import collect_less
 
 TARGET_RATIO = 0.8

@@ -42,12 +42,12 @@ sys.path.insert(0, str(ROOT))
 from _report import emit  # noqa: E402
 
 from pipeline.scrub import Policy, sanitize_text  # noqa: E402
-from tests.unit.pipeline.test_scrub_credentials import CREDENTIAL_ROWS  # noqa: E402
-from tests.unit.pipeline.test_scrub_phones import PHONE_ROWS  # noqa: E402
-from tests.unit.pipeline.test_scrub_pii_ids import PII_ROWS  # noqa: E402
-from tests.unit.pipeline.test_scrub_prose import PROSE_ROWS  # noqa: E402
-from tests.unit.pipeline.test_scrub_tables import Labelled, recall  # noqa: E402
-from tests.unit.pipeline.test_scrub_vendors import VENDOR_ROWS  # noqa: E402
+from tests.unit.pipeline.scrub.test_credentials import CREDENTIAL_ROWS  # noqa: E402
+from tests.unit.pipeline.scrub.test_phones import PHONE_ROWS  # noqa: E402
+from tests.unit.pipeline.scrub.test_pii_ids import PII_ROWS  # noqa: E402
+from tests.unit.pipeline.scrub.test_prose import PROSE_ROWS  # noqa: E402
+from tests.unit.pipeline.scrub.test_tables import Labelled, recall  # noqa: E402
+from tests.unit.pipeline.scrub.test_vendors import VENDOR_ROWS  # noqa: E402
 
 ANCHOR_COMMIT = "18c30ce"
 TARGET_RECALL = 0.99

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import IO, BinaryIO, Final
 
 from engines.contract import Error, InvalidRequestError, NotFoundError
-from sources._local import GIB, KIB, MIB, format_limit, format_size, local_version, open_beneath
 from sources.base import Skipped, Unit
+from sources.local_files import GIB, KIB, MIB, format_limit, format_size, local_version, open_beneath
 from sources.selection import (
     REASON_HIDDEN,
     REASON_NOT_INCLUDED,

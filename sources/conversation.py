@@ -39,10 +39,10 @@ from engines.contract import (
     SourceRef,
     TurnRange,
 )
-from sources._local import configured_path, local_path
 from sources.base import FOLDER_FILE_SIZE_CAP_BYTES, ChangeCallback, Listing, ReaderOptions, Skipped, Unit, UnitContent
 from sources.config import SourceConfigKind, SourceEntry, SourceRequest, configured_entry, source_id_for
 from sources.folder import FolderReader
+from sources.local_files import configured_path, local_path
 from sources.registry import KindSpec
 from sources.threads import Export, Thread, exported_turns, load_thread_file
 from sources.watch import RESCAN, FolderWatcher

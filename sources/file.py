@@ -12,16 +12,6 @@ import stat
 from pathlib import Path
 
 from engines.contract import EngineError, InvalidRequestError, NotFoundError, SourceKind
-from sources._local import (
-    configured_path,
-    file_content,
-    id_parts,
-    local_path,
-    local_version,
-    read_beneath,
-    refusal,
-    stat_beneath,
-)
 from sources.base import (
     FOLDER_FILE_SIZE_CAP_BYTES,
     ChangeCallback,
@@ -33,6 +23,16 @@ from sources.base import (
     resolve_source_path,
 )
 from sources.config import SourceConfigKind, SourceEntry, SourceRequest, configured_entry, source_id_for
+from sources.local_files import (
+    configured_path,
+    file_content,
+    id_parts,
+    local_path,
+    local_version,
+    read_beneath,
+    refusal,
+    stat_beneath,
+)
 from sources.registry import KindSpec
 from sources.watch import FolderWatcher
 

@@ -15,17 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engines.contract import EngineError, Error, InvalidRequestError, NotFoundError, SourceKind
-from sources._local import (
-    REASON_SYMLINK,
-    configured_path,
-    file_content,
-    id_parts,
-    local_path,
-    local_version,
-    read_beneath,
-    refusal,
-    stat_beneath,
-)
 from sources.archive import (
     MAX_ARCHIVE_BYTES,
     REASON_AMBIGUOUS,
@@ -47,6 +36,17 @@ from sources.base import (
     resolve_source_path,
 )
 from sources.config import SourceConfigKind, SourceEntry, SourceRequest, configured_entry, source_id_for
+from sources.local_files import (
+    REASON_SYMLINK,
+    configured_path,
+    file_content,
+    id_parts,
+    local_path,
+    local_version,
+    read_beneath,
+    refusal,
+    stat_beneath,
+)
 from sources.registry import KindSpec
 from sources.selection import (
     GITIGNORE,

@@ -40,7 +40,6 @@ from typing import Final
 from urllib.parse import quote
 
 from engines.contract import EngineError, InvalidRequestError, NotFoundError, SourceKind
-from sources._local import REASON_SYMLINK, over_cap_reason
 from sources.base import Delta, Listing, ReaderOptions, Skipped, Unit, UnitContent
 from sources.config import SourceConfigKind, SourceEntry, SourceRequest, configured_entry
 from sources.github_api import (
@@ -57,6 +56,7 @@ from sources.github_api import (
     web_origin,
 )
 from sources.github_history import ENTRY_LIMITS, EXTRA_OF_KIND, EXTRAS, HistoryLimits, RepoHistory
+from sources.local_files import REASON_SYMLINK, over_cap_reason
 from sources.registry import KindSpec
 from sources.selection import (
     REASON_HIDDEN,

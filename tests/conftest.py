@@ -29,7 +29,7 @@ from xdist.workermanage import WorkerController
 # The processes tests start (Celery workers, `tinymemory up`, servers) embed with the packaged static model unless a
 # test says otherwise. The product's default, MiniLM, embeds 10-20 passages a second on two cores: the hundreds of
 # files those tests ingest, embedded in the background, lengthened the suite by two minutes. MiniLM is tested in
-# process (tests/unit/engines/test_local_minilm.py, and every engine built without an embedder) and by `make run`
+# process (tests/unit/engines/local/test_minilm.py, and every engine built without an embedder) and by `make run`
 # as a newcomer runs it (tests/e2e/test_make_run_api.py, which clears this).
 os.environ.setdefault("TINYMEMORY_ENGINES__LOCAL__EMBEDDER__KIND", "static")
 

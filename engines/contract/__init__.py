@@ -3,9 +3,8 @@
 This package is the only import path other packages use; it performs no I/O.
 """
 
-from engines.contract._wire import Instant, Text, WireModel, as_utc
 from engines.contract.engine import EngineDescriptor, EngineHealth, Item, MemoryEngine, validate_many
-from engines.contract.enums import Facet, FetchMode, ItemKind, LearningKind, Role, SegmentKind, SourceKind
+from engines.contract.enums import FetchMode, ItemKind, LearningKind, Role, SegmentKind, SourceKind
 from engines.contract.errors import (
     ConfigError,
     ConflictError,
@@ -31,6 +30,7 @@ from engines.contract.explore import (
     in_request_order,
     page_explore,
 )
+from engines.contract.facets import Facet
 from engines.contract.items import (
     BaseItem,
     Conversation,
@@ -84,6 +84,7 @@ from engines.contract.query import (
     TimeHint,
     hit_of,
 )
+from engines.contract.serialization import Instant, Text, WireModel, as_utc
 
 __all__ = [
     "DEFAULT_SCAN_LIMIT",

@@ -7,7 +7,6 @@ from typing import ClassVar, Literal, Self
 
 from pydantic import ConfigDict, model_validator
 
-from engines.contract._wire import Text, WireModel
 from engines.contract.enums import FetchMode
 from engines.contract.errors import InvalidRequestError, UnsupportedError
 from engines.contract.explore import (
@@ -35,6 +34,7 @@ from engines.contract.query import (
     RecallAnswer,
     RecallRequest,
 )
+from engines.contract.serialization import Text, WireModel
 
 Item = Document | Conversation | Learning
 

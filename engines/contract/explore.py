@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import Field
 
-from engines.contract._wire import WireModel
-from engines.contract.enums import Facet
 from engines.contract.errors import EngineError, InvalidRequestError
+from engines.contract.facets import Facet
 from engines.contract.items import ItemId
 from engines.contract.limits import DEFAULT_SCAN_LIMIT, LISTING_PAGE, MAX_BUCKETS, MAX_GET_IDS, MAX_SCAN_LIMIT
 from engines.contract.meta import MetaFilter
 from engines.contract.namespace import Reach
-from engines.contract.query import ForgetReport, ForgetTarget, Hit, ListRequest
+from engines.contract.query import ForgetReport, ForgetTarget, Hit, ListPage, ListRequest
+from engines.contract.serialization import WireModel
 
-if TYPE_CHECKING:
-    from engines.contract.engine import MemoryEngine
+_Hits = list[Hit]
+
+
+class ListingEngine(Protocol):
+    """What the listing defaults need of an engine: `list`, `get` and `forget` (every `MemoryEngine` has them)."""
+
+    async def list(self, req: ListRequest) -> ListPage: ...
+
+    async def get(self, req: GetRequest) -> _Hits: ...
+
+    async def forget(self, target: ForgetTarget) -> ForgetReport: ...
 
 
 class ExploreRequest(WireModel):
@@ -87,7 +96,7 @@ def page_explore(
     )
 
 
-async def explore_by_listing(engine: MemoryEngine, req: ExploreRequest) -> ExplorePage:
+async def explore_by_listing(engine: ListingEngine, req: ExploreRequest) -> ExplorePage:
     """The default explore: page through `list` up to `scan_limit` items and count facet values."""
     req.check()
     counts: Counter[str] = Counter()
@@ -115,7 +124,7 @@ async def explore_by_listing(engine: MemoryEngine, req: ExploreRequest) -> Explo
     return page_explore(req.facet, counts, total, missing, req.limit, truncated)
 
 
-async def get_by_listing(engine: MemoryEngine, req: GetRequest) -> list[Hit]:
+async def get_by_listing(engine: ListingEngine, req: GetRequest) -> list[Hit]:
     """The default get: page through `list` under the reach until every id is found."""
     req.check()
     wanted = set(req.ids)
@@ -142,7 +151,7 @@ def check_forget_ids(ids: list[ItemId]) -> None:
         raise InvalidRequestError("forget ids must not be blank")
 
 
-async def forget_within_by_get(engine: MemoryEngine, ids: list[ItemId], reach: Reach) -> ForgetReport:
+async def forget_within_by_get(engine: ListingEngine, ids: list[ItemId], reach: Reach) -> ForgetReport:
     """The default `forget_within`: read the ids back under the reach, then forget only those found."""
     check_forget_ids(ids)
     unique = list(dict.fromkeys(ids))

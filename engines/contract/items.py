@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter, model_validator
 
-from engines.contract._numbers import format_f32
-from engines.contract._wire import Instant, Text, WireModel, format_instant
 from engines.contract.enums import ItemKind, LearningKind, Role
 from engines.contract.errors import InvalidRequestError
 from engines.contract.meta import MemoryMeta, ToolCallRef
+from engines.contract.number_forms import format_f32
+from engines.contract.serialization import Instant, Text, WireModel, format_instant
 
 __all__ = [
     "BaseItem",

@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from engines.contract._wire import Instant, Text, WireModel, format_instant
 from engines.contract.enums import ItemKind, SourceKind
 from engines.contract.namespace import Namespace, Reach
+from engines.contract.serialization import Instant, Text, WireModel, format_instant
 
 REDACTED_PREFIX = "tm-redacted:"
 

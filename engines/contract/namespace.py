@@ -15,9 +15,9 @@ from pydantic import ConfigDict, GetCoreSchemaHandler, GetJsonSchemaHandler, fie
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-from engines.contract._wire import Text, WireModel
 from engines.contract.enums import SegmentKind
 from engines.contract.errors import InvalidRequestError
+from engines.contract.serialization import Text, WireModel
 
 MAX_DEPTH = 8
 MAX_SEGMENT_ID = 128

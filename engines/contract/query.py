@@ -8,12 +8,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, model_validator
 
-from engines.contract._wire import Text, WireModel, as_utc
 from engines.contract.enums import FetchMode, ItemKind
 from engines.contract.errors import InvalidRequestError
 from engines.contract.items import Conversation, Document, ItemId, Learning, StoreItem
 from engines.contract.meta import MemoryMeta, MetaFilter
 from engines.contract.namespace import Reach
+from engines.contract.serialization import Text, WireModel, as_utc
 
 
 def _check_limit(limit: int, operation: str) -> None:

@@ -1,7 +1,7 @@
 """The CortexDB engine on both wires: CortexDB's own API (`cortexdb`) and the TinyHumans hosted one (`tinyhumans`).
 
 Every item is stored as one or more events of CortexDB's append-only log, with byte-compatible ids, envelopes and
-labels (spec cortexdb). The HTTP double tests and benchmarks run against lives in `engines.cortex.testing`.
+labels (spec cortexdb). The HTTP double tests and benchmarks run against lives in `tinymemory_ingest.cortex_double`.
 """
 
 from engines.cortex.chunks import DOCUMENT_CHUNK_TARGET_BYTES, MAX_EVENT_TEXT_BYTES

@@ -31,7 +31,7 @@ from engines.contract import (
     WireModel,
     as_utc,
 )
-from engines.tools._context_render import (
+from engines.tools.context_render import (
     CHARS_PER_TOKEN,
     ELLIPSIS,
     FIXED_POINT_ROUNDS,

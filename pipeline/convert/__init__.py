@@ -6,18 +6,18 @@ it did not write. The `NativeConverter` keeps markdown, plain text and code byte
 `OfficeConverter` hands everything else to markitdown (pdfminer.six for PDF, so page breaks survive).
 """
 
-from pipeline.convert._chain import ConverterChain, convert_document, convert_natively, default_chain, native_chain
-from pipeline.convert._converter import DocumentConverter
-from pipeline.convert._documents import ConvertedDocument, RawDocument
-from pipeline.convert._limits import (
+from pipeline.convert.chain import ConverterChain, convert_document, convert_natively, default_chain, native_chain
+from pipeline.convert.converter import DocumentConverter
+from pipeline.convert.documents import ConvertedDocument, RawDocument
+from pipeline.convert.limits import (
     MAX_DECOMPRESSED_BYTES,
     MAX_DOCUMENT_BYTES,
     MAX_SPREADSHEET_DENSE_CELLS,
     ConvertLimits,
 )
-from pipeline.convert._native import NativeConverter
-from pipeline.convert._office import OfficeConverter
-from pipeline.convert._pool import ConverterPool
+from pipeline.convert.native import NativeConverter
+from pipeline.convert.office import OfficeConverter
+from pipeline.convert.pool import ConverterPool
 
 __all__ = [
     "MAX_DECOMPRESSED_BYTES",

@@ -42,10 +42,10 @@ Emails are detected and never redacted under either rule set unless the policy s
 `redact_emails=True`; then they become `[REDACTED_PII_EMAIL]`, counted as PII.
 """
 
-from pipeline.scrub._item import scrub_item
-from pipeline.scrub._json import sanitize_json
-from pipeline.scrub._report import BareCardGate, Policy, RuleSet, SanitizationReport, Sanitized
-from pipeline.scrub._text import (
+from pipeline.scrub.item import scrub_item
+from pipeline.scrub.json_values import sanitize_json
+from pipeline.scrub.report import BareCardGate, Policy, RuleSet, SanitizationReport, Sanitized
+from pipeline.scrub.text_stages import (
     has_likely_email,
     has_likely_pii,
     has_likely_secret,

@@ -17,19 +17,19 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from api.app import create_app
 from engines.contract import ListRequest, MetaFilter
 from engines.cortex import CortexEngine
 from engines.cortex.envelope import decode
-from engines.cortex.testing import CortexDouble, DoubleConfig, serve
 from engines.settings import EngineSettings
 from sources import SourceRequest
 from tests.fixtures.processes import served_url
 from tests.integration.cluster import Cluster, cluster_fixture, write_notes
+from tinymemory_ingest.api import create_app
+from tinymemory_ingest.cortex_double import CortexDouble, DoubleConfig, serve
 from worker import control
 from worker.embedded import EmbeddedRuntime
-from worker.services import open_engine
 from worker.settings import Settings
+from worker.wiring import open_engine
 
 KEY = "e2e-cortex-key"
 

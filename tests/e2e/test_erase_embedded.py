@@ -30,7 +30,7 @@ TINYMEMORY = str(Path(sys.executable).parent / "tinymemory")
 _ERASE_WHEN_TOLD = """
 import sys
 import engines.local, worker.control, worker.embedded
-from worker.cli import app
+from tinymemory_ingest.cli import app
 source_id = sys.stdin.readline().strip()
 app(["erase", "source", source_id, "--json"], prog_name="tinymemory")
 """

@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 
 from engines.contract import ListRequest, MetaFilter
 from engines.local import LocalEngine
-from pipeline.legacy_import import LegacyWorkspace, prepared_items
+from pipeline.legacy import LegacyWorkspace, prepared_items
 from tests.fixtures.legacy_workspace import freeze, generated_workspace, sample_workspace, snapshot
-from worker.cli.legacy import add_legacy_commands
+from tinymemory_ingest.cli.import_legacy import add_legacy_commands
 
 pytestmark = pytest.mark.e2e
 
@@ -31,8 +31,8 @@ ROWS = 2_400
 
 # The real command line, with the legacy commands added when this build's app does not register them yet.
 LAUNCH = """
-from worker.cli.app import app
-from worker.cli.legacy import add_legacy_commands
+from tinymemory_ingest.cli.main import app
+from tinymemory_ingest.cli.import_legacy import add_legacy_commands
 if not any(command.name == "import-legacy" for command in app.registered_commands):
     add_legacy_commands(app)
 app()
@@ -45,9 +45,9 @@ HELPED = """
 import asyncio, sys
 from pathlib import Path
 from engines.local import LocalEngine
-from pipeline.legacy_import import LegacyWorkspace, prepared_items
+from pipeline.legacy import LegacyWorkspace, prepared_items
 from tests.conformance.delegating import DelegatingEngine
-from worker.jobs.legacy import LegacyImportRequest, LegacyImports, LegacyImportSettings, import_legacy
+from worker.legacy.job import LegacyImportRequest, LegacyImports, LegacyImportSettings, import_legacy
 
 class Slow(DelegatingEngine):
     async def store_many(self, items):

@@ -10,12 +10,12 @@ import pytest
 
 from engines.contract import ListRequest, MemoryEngine, MetaFilter, SourceKind
 from engines.cortex import CortexEngine, CortexWire, Timing
-from engines.cortex.testing import CortexDouble, DoubleConfig, serve
 from engines.local import LocalEngine
 from engines.settings import EngineCredential
-from pipeline.legacy_import import LegacyWorkspace, prepared_items
+from pipeline.legacy import LegacyWorkspace, prepared_items
 from tests.fixtures.legacy_workspace import V1Workspace, generated_workspace, sample_workspace
-from worker.jobs.legacy import LegacyImportRequest, LegacyImports, import_legacy
+from tinymemory_ingest.cortex_double import CortexDouble, DoubleConfig, serve
+from worker.legacy.job import LegacyImportRequest, LegacyImports, import_legacy
 
 pytestmark = pytest.mark.e2e
 

@@ -22,7 +22,7 @@ from engines.contract import (
 from engines.reference import ReferenceEngine
 from tests.conformance.delegating import DelegatingEngine
 from tests.fixtures.legacy_workspace import V1Workspace, generated_workspace
-from worker.jobs.legacy import LegacyImportRequest, LegacyImports, LegacyImportSettings, import_legacy
+from worker.legacy.job import LegacyImportRequest, LegacyImports, LegacyImportSettings, import_legacy
 
 pytestmark = pytest.mark.e2e
 

@@ -14,21 +14,21 @@ import pytest
 
 from engines.contract import ListRequest, MetaFilter
 from engines.cortex import CortexEngine, CortexWire, Timing
-from engines.cortex.testing import CortexDouble, DoubleConfig, serve
 from engines.settings import EngineCredential
-from pipeline.legacy_import import LegacyWorkspace, prepared_items
+from pipeline.legacy import LegacyWorkspace, prepared_items
 from tests.fixtures.legacy_workspace import generated_workspace
 from tests.integration.cluster import Cluster, cluster_fixture
-from worker.cluster.app import create_app
-from worker.cluster.legacy_tasks import queue_legacy_import
-from worker.jobs.legacy import LegacyImportRequest, LegacyImports
+from tinymemory_ingest.cortex_double import CortexDouble, DoubleConfig, serve
+from worker.cluster.celery_app import create_app
+from worker.legacy.job import LegacyImportRequest, LegacyImports
+from worker.legacy.tasks import queue_legacy_import
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.slow]
 
 # A worker of this build, with the import task registered when the app does not register it yet.
 WORKER = """
-from worker.cluster.app import create_app
-from worker.cluster.legacy_tasks import LEGACY_TASK, register_legacy_tasks
+from worker.cluster.celery_app import create_app
+from worker.legacy.tasks import LEGACY_TASK, register_legacy_tasks
 from worker.settings import Settings
 
 app = create_app(Settings.load())

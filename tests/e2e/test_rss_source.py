@@ -25,8 +25,8 @@ from engines.local import LocalEngine
 from sources import REGISTRY, SourceRequest
 from tests.fixtures.web_site import Page, WebSite
 from tests.integration.cluster import Cluster, cluster_fixture
+from tinymemory_ingest.cli import app
 from worker import control
-from worker.cli import app
 from worker.embedded import EmbeddedRuntime
 from worker.settings import Settings
 

@@ -60,7 +60,7 @@ from engines.local.reads import list_after
 from engines.reference.paging import cursor_offset
 from tests.fuzz.profiles import fuzzed
 from tests.fuzz.wire import EDGE_VALUES, broken
-from tests.unit.engines.test_contract_properties import filters, ids, items, namespaces, opt_texts, reaches, texts
+from tests.unit.engines.contract.test_properties import filters, ids, items, namespaces, opt_texts, reaches, texts
 
 # --- Namespaces. ------------------------------------------------------------------------------------------
 

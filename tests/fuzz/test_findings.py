@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from api.errors import ERROR_TABLE
 from engines.contract import FetchMode, FetchRequest, InvalidRequestError, ListRequest
 from engines.cortex.ranked import FETCH_TAG
 from engines.cortex.ranked import fetch_offset as cortex_fetch_offset
 from engines.cortex.reads import LIST_TAG, ListCursor
 from engines.local import LocalEngine
 from tests.integration.test_api_fuzz import _openapi
-from tests.unit.api.conftest import Api, api, seed
+from tests.unit.tinymemory_ingest.api.conftest import Api, api, seed
+from tinymemory_ingest.api.errors import ERROR_TABLE
 
 __all__ = ["api"]
 

@@ -15,7 +15,7 @@ import pytest
 
 from engines.contract import Error
 from pipeline.convert import RawDocument, convert_document
-from tests.unit.api.conftest import open_api
+from tests.unit.tinymemory_ingest.api.conftest import open_api
 from worker.settings import Settings
 
 ENGINE_KEY = "ek-3f9a7c1d5b2e8f40"

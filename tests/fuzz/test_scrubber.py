@@ -2,7 +2,7 @@
 
 Under every policy: it never raises; a second scrub changes and reports nothing (idempotent), so an already
 scrubbed text never grows; and every class of secret and personal identifier the rules name, planted in
-generated prose, is gone from the output. The unit property tests (`tests/unit/pipeline/test_scrub_properties.py`)
+generated prose, is gone from the output. The unit property tests (`tests/unit/pipeline/scrub/test_properties.py`)
 plant the same secrets in adversarial character soup; here the surroundings are sentences, JSON documents and
 the fields of an item, which is where a real secret sits.
 """
@@ -21,8 +21,8 @@ from engines.contract import Conversation, Document, Learning
 from pipeline.scrub import sanitize_json, sanitize_text, scrub_item
 from tests.fuzz.profiles import fuzzed
 from tests.fuzz.wire import JSON_VALUES
-from tests.unit.engines.test_contract_properties import items
-from tests.unit.pipeline.test_scrub_properties import (
+from tests.unit.engines.contract.test_properties import items
+from tests.unit.pipeline.scrub.test_properties import (
     EXTENDED_PLANTED,
     EXTENDED_POLICIES,
     PLANTED,

@@ -23,7 +23,7 @@ import redis
 from engines.contract import ListRequest, MetaFilter
 from engines.local import LocalEngine
 from sources import SourceEntry
-from worker.cluster.app import create_app
+from worker.cluster.celery_app import create_app
 from worker.cluster.runtime import enqueue_sync
 from worker.cluster.status import queue_depths
 from worker.redis.client import redis_from_url

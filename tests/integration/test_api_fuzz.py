@@ -28,10 +28,10 @@ import schemathesis
 from fastapi import FastAPI
 from hypothesis import HealthCheck
 
-from api.app import create_app
 from engines.local import LocalEngine
 from engines.tools import TOOL_NAMES
-from tests.unit.api.conftest import seed
+from tests.unit.tinymemory_ingest.api.conftest import seed
+from tinymemory_ingest.api import create_app
 from worker.control import DeadLetter, Services, SourceRequest, SyncOutcome, add_source, letter_id
 from worker.settings import Settings
 from worker.state.sqlite import SqliteStateStore
@@ -43,7 +43,7 @@ MAX_EXAMPLES = 50
 # The statuses a contract error may answer beyond the 4xx ones: unsupported, engine, unavailable.
 DOCUMENTED_5XX = frozenset({501, 502, 503})
 ERROR_BODY_KEYS = {"kind", "message"}
-# Without tokens the API answers only requests addressed to loopback (`api.auth.caller_of`).
+# Without tokens the API answers only requests addressed to loopback (`tinymemory_ingest.api.auth.caller_of`).
 LOOPBACK = "http://127.0.0.1"
 # Without tokens every request is the root's, which may do anything: a refusal would mean the generated
 # requests never got past authentication, and the routes behind it went untested.

@@ -17,7 +17,7 @@ from sources import SourceEntry
 from tests.integration.cluster import TINYMEMORY, Cluster, cluster_fixture, worker_children, write_notes
 from tests.reliability.figures import print_figures
 from worker import control
-from worker.cluster.app import create_app
+from worker.cluster.celery_app import create_app
 from worker.cluster.queues import BEAT_TASK, SYNC_QUEUE
 from worker.control import ErasureReceipt, ErasureTarget, Services
 from worker.jobs import job_lease

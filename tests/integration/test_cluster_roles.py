@@ -16,7 +16,7 @@ import pytest
 
 from tests.integration.cluster import TINYMEMORY, Cluster, write_notes
 from worker.cluster import tasks
-from worker.cluster.app import create_app
+from worker.cluster.celery_app import create_app
 from worker.cluster.queues import SYNC_TASK
 from worker.cluster.watchers import SourceWatchers
 from worker.records import SyncReport

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.app import create_app
 from tests.integration.cluster import Cluster, cluster_fixture, write_notes
+from tinymemory_ingest.api import create_app
 from worker.control import Services
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]

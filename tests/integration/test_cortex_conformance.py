@@ -12,8 +12,8 @@ import pytest
 
 from engines.conformance import run, run_isolation
 from engines.cortex import CortexEngine, CortexWire, Timing
-from engines.cortex.testing import CortexDouble, DoubleConfig, serve
 from engines.settings import EngineCredential
+from tinymemory_ingest.cortex_double import CortexDouble, DoubleConfig, serve
 
 pytestmark = pytest.mark.integration
 

@@ -19,10 +19,11 @@ from engines.settings import EngineCredential
 
 pytestmark = pytest.mark.integration
 
-# worker/cli/app.py adds the group to `tinymemory`; this command line holds only the group, as a plugin would.
+# tinymemory_ingest/cli/main.py adds the group to `tinymemory`; this command line holds only the group, as a plugin
+# would.
 LAUNCH = (
     "import typer\n"
-    "from worker.cli.dev import add_dev_commands\n"
+    "from tinymemory_ingest.cli.dev import add_dev_commands\n"
     "app = typer.Typer()\n"
     "app.callback()(lambda: None)\n"
     "add_dev_commands(app)\n"

@@ -18,9 +18,9 @@ import httpx
 import pytest
 
 from engines.cortex.envelope import decode
-from engines.cortex.testing import CortexDouble, DoubleConfig, serve
 from tests.integration.cluster import Cluster, cluster_fixture, worker_children, write_notes
 from tests.reliability.figures import print_figures
+from tinymemory_ingest.cortex_double import CortexDouble, DoubleConfig, serve
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -14,8 +14,8 @@ import pytest
 
 from engines.contract import Conversation, Document, Learning, LearningKind, MemoryMeta, Role, Turn
 from engines.cortex import CortexEngine, CortexWire, Timing
-from engines.cortex.testing import CortexDouble, DoubleConfig, serve
 from engines.settings import EngineCredential
+from tinymemory_ingest.cortex_double import CortexDouble, DoubleConfig, serve
 
 cortexdb = pytest.importorskip("cortexdb")
 

@@ -13,8 +13,8 @@ from mcp.client.stdio import StdioServerParameters
 from engines.contract import ItemKind, ListRequest, MetaFilter, Namespace, Reach
 from engines.local import LocalEngine
 from tests.integration.test_mcp import TINYMEMORY
-from tests.unit.api.test_erased_store import DOCUMENT, LEARNING
-from worker.erasures import Tombstone
+from tests.unit.tinymemory_ingest.api.test_erased_store import DOCUMENT, LEARNING
+from worker.erasure.request import Tombstone
 from worker.settings import Settings
 from worker.state.sqlite import SqliteStateStore
 

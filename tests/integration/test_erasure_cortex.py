@@ -22,12 +22,12 @@ from engines.contract import (
     SourceRef,
 )
 from engines.cortex import CortexEngine, CortexWire, Timing
-from engines.cortex.testing import CortexDouble, DoubleConfig, serve
 from engines.settings import EngineCredential
 from sources import SourceEntry
+from tinymemory_ingest.cortex_double import CortexDouble, DoubleConfig, serve
 from worker import control
-from worker.embedded.erasures import InProcessErasures
-from worker.erasures import ErasureReceipt, ErasureTarget
+from worker.erasure.request import ErasureReceipt, ErasureTarget
+from worker.erasure.runner import InProcessErasures
 from worker.jobs import ErasureSettings
 from worker.records import ManifestEntry
 from worker.state.sqlite import SqliteStateStore

@@ -18,10 +18,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from api.app import create_app
 from engines.contract import GetRequest, Namespace, Reach
 from engines.local import LocalEngine
 from engines.tools import TOOL_NAMES
+from tinymemory_ingest.api import create_app
 from worker.control import Services
 from worker.settings import Settings
 from worker.state.sqlite import SqliteStateStore

@@ -24,17 +24,17 @@ import pytest
 from pydantic import SecretStr
 
 from engines.cortex import CortexEngine, pool
-from engines.cortex.testing import CortexDouble, DoubleConfig, serve
 from engines.settings import EngineSettings
 from sources import SourceRequest
 from tests.integration.cluster import Cluster, cluster_fixture, worker_children, write_notes
 from tests.integration.test_cortex_pipeline import listed_items
 from tests.reliability.conftest import Figures, until
 from tests.reliability.figures import exactly_once
+from tinymemory_ingest.cortex_double import CortexDouble, DoubleConfig, serve
 from worker import control
 from worker.embedded import EmbeddedRuntime
-from worker.services import open_engine
 from worker.settings import Settings
+from worker.wiring import open_engine
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

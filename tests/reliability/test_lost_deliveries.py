@@ -18,7 +18,7 @@ import pytest
 from tests.integration.cluster import Cluster, cluster_fixture, write_notes
 from tests.reliability.figures import exactly_once, print_figures
 from worker import control
-from worker.cluster.app import create_app
+from worker.cluster.celery_app import create_app
 from worker.cluster.queues import BACKFILL_QUEUE, ERASE_QUEUE
 from worker.cluster.runtime import deliveries_for
 from worker.control import ErasureTarget, Services

@@ -14,10 +14,10 @@ restarts a worker, which puts them back as it starts: no fixed sleep, no 100 s w
 
 The task limits are lowered (soft 6 s, hard 7 s, where a batch of these notes takes 0.2 to 1 s, and 2.5 s at most
 under a load of 4, measured) so that the visibility timeout, which must exceed the hard limit
-(`worker/cluster/app.py`), can be 8 s. Pool processes are not killed here (`tests/integration/test_celery_pipeline.py`
-and `test_github_kills.py` do, under the default limits): one killed as it starts a task is at times noticed by its
-worker only about 4 s later (measured), which races so short a hard limit, at which Celery acknowledges the task as
-failed (`acks_on_timeout`).
+(`worker/cluster/celery_app.py`), can be 8 s. Pool processes are not killed here
+(`tests/integration/test_celery_pipeline.py` and `test_github_kills.py` do, under the default limits): one killed
+as it starts a task is at times noticed by its worker only about 4 s later (measured), which races so short a hard
+limit, at which Celery acknowledges the task as failed (`acks_on_timeout`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
-"""The layering rule of the architecture, read from the source: imports only go down, and no module-level cycles.
+"""The layering rule of docs/architecture.md, read from the source: imports only go down, and there is no cycle.
 
-    engines   imports nothing of ours
-    pipeline  engines
-    sources   engines
-    worker    engines, pipeline, sources
-    api       engines, worker.control (and worker.settings, which the app factory reads)
+    engines                          imports nothing of ours
+    pipeline                         engines
+    sources                          engines
+    worker                           engines, pipeline, sources
+    tinymemory_ingest.api            engines, worker.control, worker.settings (and the top package's version)
+    tinymemory_ingest.cortex_double  engines.contract (a test double: no product module imports it)
+    tinymemory_ingest.cli            everything (the double only from `tinymemory dev`)
 
-Every import counts for the layering (also those inside functions and under TYPE_CHECKING). No package has
-module-level cycles, and above the contract there are none even through imports inside functions or for
-the type checker.
+Every import counts, those inside functions and those only for the type checker too: a cycle is not broken by
+making one of its imports lazy. Module names follow one convention: none starts with an underscore (a package's
+public surface is what its `__init__` lists in `__all__`).
 """
 
 from __future__ import annotations
@@ -22,14 +24,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("engines", "pipeline", "sources", "worker", "api")
+PACKAGES = ("engines", "pipeline", "sources", "worker", "tinymemory_ingest")
+DOUBLE = "tinymemory_ingest.cortex_double"
 ALLOWED = {
     "engines": ("engines",),
     "pipeline": ("engines", "pipeline"),
     "sources": ("engines", "sources"),
     "worker": ("engines", "pipeline", "sources", "worker"),
-    "api": ("engines", "api", "worker.control", "worker.settings"),
+    "tinymemory_ingest.api": ("engines", "tinymemory_ingest.api", "worker.control", "worker.settings"),
+    DOUBLE: ("engines.contract", DOUBLE),
+    "tinymemory_ingest.cli": PACKAGES,
 }
+# The top package's `__init__` (the distribution's name and version) is shared by the API and the command line.
+TOP = "tinymemory_ingest"
+DOUBLE_USERS = ("tinymemory_ingest.cli.dev",)
 
 
 def _modules() -> Iterator[tuple[str, Path]]:
@@ -39,11 +47,13 @@ def _modules() -> Iterator[tuple[str, Path]]:
             yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
 
 
-def _imports(tree: ast.AST, module: str, *, module_level: bool) -> set[str]:
-    """First-party modules imported in `tree`: all of them, or only those imported when the module is."""
+MODULES = dict(_modules())
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """First-party modules `path` imports anywhere: at its top, inside functions, or for the type checker."""
     found: set[str] = set()
-    nodes = _module_level(tree) if module_level else ast.walk(tree)
-    for node in nodes:
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -54,53 +64,60 @@ def _imports(tree: ast.AST, module: str, *, module_level: bool) -> set[str]:
 def _from(module: str, names: list[str]) -> set[str]:
     # `from worker.cluster import tasks` imports the module worker.cluster.tasks, not what the package's
     # `__init__` holds; any other name is an attribute of `module` itself.
-    folder = ROOT.joinpath(*module.split("."))
-    submodules = {f"{module}.{n}" for n in names if folder.joinpath(f"{n}.py").exists() or folder.joinpath(n).is_dir()}
+    submodules = {f"{module}.{n}" for n in names if f"{module}.{n}" in MODULES}
     return submodules if len(submodules) == len(names) else {module, *submodules}
 
 
-def _module_level(tree: ast.AST) -> Iterator[ast.AST]:
-    """The statements that run when the module is imported (not function bodies, not type-checker imports)."""
-    for node in getattr(tree, "body", []):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            yield from (n for child in node.orelse for n in _module_level_stmt(child))
-            continue
-        yield from _module_level_stmt(node)
+GRAPH = {module: _imports(path, module) for module, path in MODULES.items()}
 
 
-def _module_level_stmt(node: ast.AST) -> Iterator[ast.AST]:
-    yield node
-    if isinstance(node, ast.If | ast.Try | ast.With):
-        yield from _module_level(node)
+def _layer(module: str) -> str:
+    return max((layer for layer in ALLOWED if module == layer or module.startswith(layer + ".")), key=len, default="")
 
 
-@pytest.mark.parametrize(("module", "path"), list(_modules()), ids=lambda v: str(v) if isinstance(v, str) else "")
-def test_imports_only_go_down(module: str, path: Path) -> None:
-    allowed = ALLOWED[module.split(".")[0]]
-    imported = _imports(ast.parse(path.read_text()), module, module_level=False)
-    wrong = sorted(name for name in imported if not any(name == a or name.startswith(a + ".") for a in allowed))
+def _within(name: str, allowed: tuple[str, ...]) -> bool:
+    return any(name == a or name.startswith(a + ".") for a in allowed)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != TOP))
+def test_imports_only_go_down(module: str) -> None:
+    allowed = ALLOWED[_layer(module)]
+    top_ok = module.startswith(TOP + ".")
+    wrong = sorted(n for n in GRAPH[module] if not _within(n, allowed) and not (top_ok and n == TOP))
     assert wrong == [], f"{module} imports {wrong}, above it in the layering"
 
 
-def test_no_module_level_import_cycles() -> None:
-    graph = {module: _imports(ast.parse(path.read_text()), module, module_level=True) for module, path in _modules()}
-    assert [component for component in _strongly_connected(graph) if len(component) > 1] == []
+def test_the_top_package_imports_nothing_of_ours() -> None:
+    assert GRAPH[TOP] == set()
 
 
-def test_no_cycles_above_the_contract_even_through_lazy_or_type_checker_imports() -> None:
-    # A cycle is not broken by making one of its imports lazy, or by naming a runtime only for the type
-    # checker: the job context names protocols, not the runtimes that implement them. (The contract's own
-    # modules are laid out by the spec, which puts `Facet`, needing namespaces, beside `SegmentKind`.)
-    graph = {
-        module: _imports(ast.parse(path.read_text()), module, module_level=False)
-        for module, path in _modules()
-        if not module.startswith("engines")
+def test_only_the_dev_command_imports_the_cortexdb_double() -> None:
+    users = {
+        m for m, imported in GRAPH.items() if not m.startswith(DOUBLE) and any(_within(n, (DOUBLE,)) for n in imported)
     }
-    assert [component for component in _strongly_connected(graph) if len(component) > 1] == []
+    assert users == set(DOUBLE_USERS)
+
+
+def test_no_import_cycle_anywhere_even_through_lazy_or_type_checker_imports() -> None:
+    assert [component for component in _strongly_connected(GRAPH) if len(component) > 1] == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    # The check itself: a cycle through a lazy import is found.
+    assert _strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"], ["d"]]
+
+
+def test_no_module_name_starts_with_an_underscore() -> None:
+    private = sorted(
+        str(p.relative_to(ROOT))
+        for p in MODULES.values()
+        if p.name.startswith("_") and p.stem not in {"__init__", "__main__"}
+    )
+    assert private == []
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Tarjan's components of `graph` (edges to unknown modules ignored)."""
+    """Tarjan's components of `graph` (edges to unknown modules ignored), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -111,7 +128,7 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
         index[node] = low[node] = len(index)
         stack.append(node)
         on_stack.add(node)
-        for nxt in graph[node]:
+        for nxt in sorted(graph[node]):
             if nxt not in graph:
                 continue
             if nxt not in index:
@@ -129,7 +146,7 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
                     break
             components.append(sorted(component))
 
-    for node in graph:
+    for node in sorted(graph):
         if node not in index:
             visit(node)
     return components
@@ -140,9 +157,26 @@ def _ruff_order(name: str) -> tuple[int, str]:
     return group, name
 
 
-@pytest.mark.parametrize(
-    "name", ["sources", "worker.jobs", "worker.embedded", "worker.state", "worker.cli", "worker.control"]
-)
+EXPORTING = [
+    "engines.contract",
+    "engines.local",
+    "engines.tools",
+    "pipeline.convert",
+    "pipeline.legacy",
+    "pipeline.scrub",
+    "sources",
+    "worker.control",
+    "worker.embedded",
+    "worker.jobs",
+    "worker.state",
+    "tinymemory_ingest",
+    "tinymemory_ingest.api",
+    "tinymemory_ingest.cli",
+    DOUBLE,
+]
+
+
+@pytest.mark.parametrize("name", EXPORTING)
 def test_each_package_exports_a_sorted_complete_all(name: str) -> None:
     package = importlib.import_module(name)
     exported = {

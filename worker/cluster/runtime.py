@@ -38,9 +38,9 @@ from worker.redis.leases import Leases
 from worker.redis.progress import Progress as RunState
 from worker.redis.progress import RunProgress
 from worker.runs import RunView
-from worker.services import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
 from worker.settings import Settings
 from worker.state.redis import RedisStateStore
+from worker.wiring import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
 
 if TYPE_CHECKING:
     import redis

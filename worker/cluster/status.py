@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.cluster.app import create_app
+from worker.cluster.celery_app import create_app
 from worker.cluster.queues import queue_depths
 from worker.redis.client import redis_from_url
 from worker.settings import Settings

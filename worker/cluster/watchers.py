@@ -11,9 +11,9 @@ from sources import RESCAN, FolderWatcher, SourceEntry, SourceReaders, Watchable
 from worker.cluster.runtime import enqueue_sync
 from worker.redis.client import redis_from_url
 from worker.redis.leases import Leases
-from worker.services import reader_options
 from worker.settings import Settings
 from worker.state.redis import RedisStateStore
+from worker.wiring import reader_options
 
 if TYPE_CHECKING:
     from celery import Celery

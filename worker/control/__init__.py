@@ -19,13 +19,6 @@ source id, a target its kind cannot read) is a contract error whose message says
 """
 
 from sources import SourceEntry, SourceRequest
-from worker.control.erasures import (
-    CLI_CALLER,
-    erasure_status,
-    refuse_erased_store,
-    request_erasure,
-)
-from worker.control.legacy import legacy_import_status, legacy_imports, start_legacy_import
 from worker.control.letters import dead_letters, letter_id, purge_dead_letters, replay_dead_letter, replay_dead_letters
 from worker.control.results import (
     ClusterProbe,
@@ -39,7 +32,7 @@ from worker.control.results import (
     Status,
     SyncRunner,
 )
-from worker.control.services import Services, served, share
+from worker.control.services import Services
 from worker.control.sources import (
     add_source,
     ensure_local_source,
@@ -63,8 +56,15 @@ from worker.control.tokens import (
     revoke_token,
 )
 from worker.control.tools import guarded_tools
-from worker.erasures import ErasureReceipt, ErasureTarget
-from worker.jobs.legacy import LegacyImportRecord, LegacyImportRequest
+from worker.erasure.operations import (
+    CLI_CALLER,
+    erasure_status,
+    refuse_erased_store,
+    request_erasure,
+)
+from worker.erasure.request import ErasureReceipt, ErasureTarget
+from worker.legacy.job import LegacyImportRecord, LegacyImportRequest
+from worker.legacy.operations import legacy_import_status, legacy_imports, start_legacy_import
 from worker.records import DeadLetter, SyncOutcome
 from worker.runs import RunView
 from worker.tokens import TokenStore
@@ -117,9 +117,7 @@ __all__ = [
     "request_erasure",
     "revoke_token",
     "runs",
-    "served",
     "set_enabled",
-    "share",
     "show_source",
     "source_kinds",
     "start_legacy_import",

@@ -7,9 +7,9 @@ from typing import TypeVar
 from engines.contract import MemoryEngine
 from sources import register_kinds
 from worker.control.results import ClusterProbe, ErasureRunner, SyncRunner
-from worker.services import Closeable, open_engine, open_state
 from worker.settings import Settings
 from worker.state.base import StateStore
+from worker.wiring import Closeable, open_engine, open_state
 
 _C = TypeVar("_C", bound=Closeable)
 
@@ -99,7 +99,7 @@ class Services:
 
     def _open_runner(self) -> SyncRunner:
         if self.settings.state == "redis":
-            from worker.cluster.app import create_app
+            from worker.cluster.celery_app import create_app
             from worker.cluster.runtime import QueuedSyncs
             from worker.redis.client import redis_from_url
 
@@ -111,7 +111,7 @@ class Services:
 
     def _open_erasures(self) -> ErasureRunner:
         if self.settings.state == "redis":
-            from worker.cluster.app import create_app
+            from worker.cluster.celery_app import create_app
             from worker.cluster.runtime import QueuedErasures, deliveries_for
             from worker.redis.client import redis_from_url
 
@@ -120,19 +120,3 @@ class Services:
         from worker.embedded import InProcessErasures
 
         return InProcessErasures.over(self.state(), self.engine())
-
-
-_SHARED: list[Services] = []
-
-
-def share(services: Services | None) -> None:
-    """Make `services` the ones an app built in this process serves (None: build from the settings).
-
-    `tinymemory up` shares its runtime's, so the API it starts serves exactly what the runtime ingests.
-    """
-    _SHARED[:] = [] if services is None else [services]
-
-
-def served() -> Services | None:
-    """The services shared with this process's app, if any."""
-    return _SHARED[0] if _SHARED else None

@@ -15,8 +15,8 @@ from engines.contract import (
     Reach,
 )
 from sources import REGISTRY, SourceConfigKind, SourceEntry, SourceRegistry, SourceRequest, local_request
-from worker.control.erasures import refuse_erased
 from worker.control.results import SourceDetail, SourceKindInfo, SourceRemoval, SyncRunner
+from worker.erasure.operations import refuse_erased
 from worker.records import SyncOutcome
 from worker.state.base import StateStore
 

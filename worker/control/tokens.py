@@ -1,7 +1,7 @@
 """Tokens: make, list and revoke them, and tell who a request's bearer token speaks for.
 
 Without any token the API serves everyone as the root with every right, which is why it may then listen on
-loopback only (`api.app`); once one token exists, every request needs a valid one.
+loopback only (`tinymemory_ingest.api.app`); once one token exists, every request needs a valid one.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 from engines.contract import ItemKind, MemoryEngine, StoreItem
 from engines.tools import MEMORY_STORE, MemoryTools, ToolScope
 from pipeline.scrub import scrub_item
-from worker.control.erasures import refuse_erased_store
+from worker.erasure.operations import refuse_erased_store
 from worker.state.base import StateStore
 
 

@@ -16,16 +16,16 @@ from engines.contract import MemoryEngine
 from pipeline.convert import ConverterPool
 from sources import SourceReaders, register_kinds
 from worker.embedded.dispatch import InProcessDispatcher
-from worker.embedded.erasures import InProcessErasures
 from worker.embedded.textpool import TextPool
+from worker.erasure.runner import InProcessErasures
 from worker.jobs import JobContext, Progress, sync_source
 from worker.records import BatchReport, SyncOutcome, SyncReport
 from worker.runs import LiveRuns, RunView
-from worker.services import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
 from worker.settings import Settings
 from worker.state.base import StateStore
 from worker.state.sqlite import SqliteStateStore
 from worker.tuning import collect_less
+from worker.wiring import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
 
 
 class EmbeddedRuntime:

@@ -12,6 +12,7 @@ acknowledged, so a redelivered job is a replay. `JobContext` (`jobs.context`) na
 as small protocols; the embedded and the Celery runtimes build one each.
 """
 
+from worker.erasure.job import ErasureContext, ErasureSettings, erasure_lease, run_erasure
 from worker.jobs.context import (
     JOB_LEASE_S,
     Converter,
@@ -24,7 +25,6 @@ from worker.jobs.context import (
     WarmableConverter,
     job_lease,
 )
-from worker.jobs.erase import ErasureContext, ErasureSettings, erasure_lease, run_erasure
 from worker.jobs.ingest import MIN_TEXT_UNITS, ingest_batch, needs_converter_worker
 from worker.jobs.prepared import Prepared, TextJob, UnitReading, UnitStageError
 from worker.jobs.sync import MAX_BATCH_CHANGES, diff_delta, diff_units, due_sources, sync_source

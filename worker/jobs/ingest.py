@@ -27,7 +27,7 @@ from engines.contract import Error, ForgetTarget, Item, ItemId, Namespace, Store
 from pipeline.batch import StoredUnit, UnitItems, store_units
 from pipeline.sniff import DocumentFormat, sniff
 from sources import SourceEntry, SourceReader
-from worker.erasures import Tombstone, covering, refusing, scopes_over
+from worker.erasure.request import Tombstone, covering, refusing, scopes_over
 from worker.jobs.context import JobContext, WarmableConverter
 from worker.jobs.prepared import Prepared, TextJob, UnitReading, UnitStageError
 from worker.jobs.units import read_unit

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from engines.contract import Error
 from sources import ConditionalSource, Delta, IncrementalSource, Listing, Skipped, SourceReader, Unit
-from worker.erasures import refusing, scopes_over
+from worker.erasure.request import refusing, scopes_over
 from worker.jobs.context import JobContext
 from worker.records import SOURCE_UNIT, Change, DeadLetter, SyncReport, now
 from worker.state.base import StateStore, UnitState

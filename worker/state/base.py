@@ -17,7 +17,7 @@ from typing import Final, Protocol
 
 from engines.contract import ItemId
 from sources import SourceEntry
-from worker.erasures import ErasureReceipt, ErasureRequest, Tombstone
+from worker.erasure.request import ErasureReceipt, ErasureRequest, Tombstone
 from worker.records import DeadLetter, ManifestEntry, SyncReport
 
 STATE_LAYOUT: Final = 3
@@ -148,7 +148,7 @@ class StateStore(Protocol):
         ...
 
     def tombstones(self, scopes: Iterable[str]) -> list[Tombstone]:
-        """The tombstones of the named scopes (`worker.erasures.scopes_over` names those covering an item)."""
+        """The tombstones of the named scopes (`worker.erasure.request.scopes_over` names those covering an item)."""
         ...
 
     # -- leases -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The state store on Redis, for the distributed pipeline; key shapes are in `worker.redis.keys`, the layout
 version and the migration of older keys in `worker.state.redis_layout`, erasure receipts and tombstones in
-`worker.state.redis_erasures`, leases in `worker.redis.leases`.
+`worker.state.redis_receipts`, leases in `worker.redis.leases`.
 
 Multi-key writes are one MULTI/EXEC (manifest commits) or one Lua script (dead letters, removing
 a source), so a call never half-applies, as on SQLite. The scripts touch keys of several sources,
@@ -17,14 +17,14 @@ import redis
 
 from engines.contract import ItemId
 from sources import SourceEntry
-from worker.erasures import ErasureReceipt, ErasureRequest, Tombstone
+from worker.erasure.request import ErasureReceipt, ErasureRequest, Tombstone
 from worker.records import DeadLetter, ManifestEntry, SyncReport
 from worker.redis.client import check_bytes_client, describe, translated
 from worker.redis.keys import DEAD_LETTER_CAP, DEFAULT_PREFIX, UNIT_SEPARATOR, Keys
 from worker.redis.leases import Leases
 from worker.state.base import UnitState
-from worker.state.redis_erasures import RedisErasures
 from worker.state.redis_layout import parse_unit_flags, prepare, unit_flags
+from worker.state.redis_receipts import RedisErasures
 
 _CHUNK = 1_000  # fields per HSET/HMGET/HDEL: bounded commands, all in the one MULTI or pipeline
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from engines.contract import ItemId
 from sources import SourceEntry
-from worker.erasures import UNFINISHED, ErasureReceipt, ErasureRequest, Tombstone
+from worker.erasure.request import UNFINISHED, ErasureReceipt, ErasureRequest, Tombstone
 from worker.records import DeadLetter, ManifestEntry, SyncReport
 from worker.state.base import UnitState
 from worker.state.sqlite_file import StateFile

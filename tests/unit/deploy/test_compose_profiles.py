@@ -36,8 +36,8 @@ from tests.unit.deploy.test_deploy_files import (
     compose_service_is_ours,
     volume_mounts,
 )
-from worker.services import close_engine, open_engine
 from worker.settings import Settings
+from worker.wiring import close_engine, open_engine
 
 CLUSTER_TOML = ROOT / "deploy" / "cluster.toml"
 ENDPOINT_VARIABLE = "TINYMEMORY_ENGINES__CORTEXDB__ENDPOINT"

@@ -3,7 +3,7 @@
 `docker-compose.yml`, `deploy/k8s/*.yaml` and `deploy/Dockerfile` are parsed (no Docker, no
 cluster); every command line a container runs (compose `entrypoint` + `command`, Kubernetes
 `command` + `args` over the image's ENTRYPOINT, healthchecks, exec probes, `sh -c` scripts) that
-invokes `tinymemory` is checked against the click command built from `worker.cli.app`: the
+invokes `tinymemory` is checked against the click command built from `tinymemory_ingest.cli.main`: the
 subcommand path exists and every option it passes belongs to that command. Around that, the
 structure the pipeline relies on: Redis durable, the engine's data volume where the engine is
 opened, real queue names, resources and probes, a non-root image without compilers, and an
@@ -26,7 +26,7 @@ import typer
 import yaml
 
 from tests.unit.deploy.compose_sets import COMPOSE_FILE, ENGINE_VOLUMES, ROOT, role_of
-from worker.cli import app
+from tinymemory_ingest.cli import app
 from worker.settings import Settings
 
 try:

@@ -24,7 +24,7 @@ from sources import REGISTRY, RESCAN, ConditionalSource, ReaderOptions, SourceRe
 from sources import conversation as conversation_module
 from sources.conversation import ConversationReader, thread_id_refusal
 from sources.threads import ROLES, load_thread_file, parse_timestamp, role_of
-from worker.cli import app
+from tinymemory_ingest.cli import app
 
 T0 = 1714564800  # 2024-05-01T12:00:00Z
 AT0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

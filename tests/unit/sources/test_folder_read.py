@@ -10,7 +10,7 @@ import pytest
 
 from engines.contract import InvalidRequestError, NotFoundError, SourceKind, SourceRef
 from sources import FolderReader, SourceEntry
-from sources._local import _read_capped
+from sources.local_files import _read_capped
 from tests.unit.sources.helpers import ids, write
 
 MIB = 1024 * 1024

@@ -136,7 +136,7 @@ def test_configure_refuses_what_a_github_source_cannot_read(fields: dict[str, ob
 
 
 def test_cli_adds_a_github_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from worker.cli import app
+    from tinymemory_ingest.cli import app
 
     monkeypatch.setenv("TINYMEMORY_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("TINYMEMORY_CONFIG", raising=False)

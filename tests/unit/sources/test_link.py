@@ -16,7 +16,7 @@ from sources import REGISTRY, ConditionalSource, ReaderOptions, SourceReader, So
 from sources.link import LinkReader, _BodyCache, _Page, link_id_for
 from sources.net import GuardedClient
 from tests.fixtures.web_site import Page, WebSite, html, sitemap_xml
-from worker.cli import app
+from tinymemory_ingest.cli import app
 
 
 @pytest.fixture

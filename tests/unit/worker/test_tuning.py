@@ -35,7 +35,7 @@ def test_a_higher_threshold_already_set_is_kept() -> None:
 def test_a_celery_pool_process_collects_less_as_it_starts() -> None:
     from celery.signals import worker_process_init
 
-    from worker.cluster.app import create_app
+    from worker.cluster.celery_app import create_app
 
     create_app(Settings())
     gc.set_threshold(700, 10, 10)

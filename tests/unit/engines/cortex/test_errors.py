@@ -22,7 +22,7 @@ from engines.contract import (
 )
 from engines.cortex import CortexEngine, CortexWire, Timing, error_code, is_insufficient_credits
 from engines.settings import EngineCredential
-from tests.unit.engines.cortex.helpers import Served, served
+from tests.fixtures.cortex_double import Served, served
 
 FAKE_KEY = "sk-FAKE-0123456789-recognisable"
 

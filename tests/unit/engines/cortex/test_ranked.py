@@ -25,7 +25,7 @@ from engines.contract import (
     Turn,
     UnsupportedError,
 )
-from tests.unit.engines.cortex.helpers import Served, served
+from tests.fixtures.cortex_double import Served, served
 
 AGENT = Namespace.parse("agent:scout")
 

@@ -19,7 +19,7 @@ from engines.contract import (
     Turn,
 )
 from engines.cortex.reads import ListCursor
-from tests.unit.engines.cortex.helpers import Served
+from tests.fixtures.cortex_double import Served
 
 
 def notes(count: int, namespace: Namespace = Namespace.ROOT) -> list[Document]:

@@ -21,7 +21,7 @@ from engines.contract import (
     Turn,
     UnsupportedError,
 )
-from tests.unit.engines.cortex.helpers import Served, served
+from tests.fixtures.cortex_double import Served, served
 
 NODE = Namespace.parse("team:erased")
 CHILD = Namespace.parse("team:erased/agent:child")

@@ -21,8 +21,8 @@ from engines.contract import (
     UnavailableError,
 )
 from engines.cortex import Timing
-from engines.cortex.testing import ManualClock
-from tests.unit.engines.cortex.helpers import Served, served
+from tests.fixtures.cortex_double import Served, served
+from tinymemory_ingest.cortex_double import ManualClock
 
 
 def learnings(count: int, word: str = "fact", namespace: Namespace = Namespace.ROOT) -> list[Learning]:

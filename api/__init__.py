@@ -1,1 +1,0 @@
-"""The HTTP read surface over the memory engine."""

@@ -1,0 +1,75 @@
+"""Importing a v1 TinyCortex workspace into any engine, resumably (spec legacy-import).
+
+    with LegacyWorkspace.open(path) as ws:                 # read-only; NotLegacy when it is not one
+        report = await migrate_with(engine, ws, saved, on_batch=persist)
+
+The workspace is read straight from disk (SQLite and the chunk store's content files; no v1 code), section
+by section in a fixed order: documents, chunks, conversations, learnings, profile. Each row becomes at most
+one `StoreItem` whose source is `import` with the row's legacy id; every item is scrubbed before it is
+stored. Nothing is ever written to the workspace.
+
+    legacy_schema      opening read-only and detection (§2, §4)
+    legacy_values      reading column values and v1's JSON columns (§7)
+    legacy_mapping     namespace classes and the row → item mappings (§6, §7)
+    legacy_sections    each section in key order, counting skipped rows (§5)
+    legacy_paging      one pass over a table in key order, rows grouped by their exact keys (§5)
+    legacy_checkpoint  the resume point (§9)
+    legacy_workspace   `LegacyWorkspace`: items, items_from, counts (§1, §11)
+    legacy_batches     the batches a migration stores: scrubbed, placed, with their checkpoints (§10)
+    legacy_helper      the helper process that prepares batches while the engine stores (§10)
+    legacy_migrate     `migrate`, `migrate_with`, `MigrationFailed` (§10)
+    legacy_errors      the read failures (§8)
+
+Other packages import these names from here only.
+"""
+
+from pipeline.legacy.checkpoint import SECTIONS, Checkpoint, ChunkKey
+from pipeline.legacy.errors import (
+    LegacyImportError,
+    LegacyIoError,
+    LegacyJsonError,
+    LegacyNotFound,
+    LegacySqliteError,
+    NotLegacy,
+)
+from pipeline.legacy.mapping import TAINT_TAG, Skip
+from pipeline.legacy.migrate import (
+    HELPER_FROM_ITEMS,
+    Keep,
+    MigrationFailed,
+    MigrationReport,
+    OnBatch,
+    migrate,
+    migrate_with,
+    prepared_items,
+)
+from pipeline.legacy.sections import MAX_CONTENT_FILE_BYTES, ReadStats
+from pipeline.legacy.workspace import DEFAULT_PAGE_SIZE, ImportedItem, LegacyCounts, LegacyWorkspace
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "HELPER_FROM_ITEMS",
+    "MAX_CONTENT_FILE_BYTES",
+    "SECTIONS",
+    "TAINT_TAG",
+    "Checkpoint",
+    "ChunkKey",
+    "ImportedItem",
+    "Keep",
+    "LegacyCounts",
+    "LegacyImportError",
+    "LegacyIoError",
+    "LegacyJsonError",
+    "LegacyNotFound",
+    "LegacySqliteError",
+    "LegacyWorkspace",
+    "MigrationFailed",
+    "MigrationReport",
+    "NotLegacy",
+    "OnBatch",
+    "ReadStats",
+    "Skip",
+    "migrate",
+    "migrate_with",
+    "prepared_items",
+]
