@@ -30,7 +30,7 @@ def register_mcp_command(app: typer.Typer) -> None:
         from engines.tools import ToolScope
         from engines.tools.mcp import serve_stdio
         from worker import control
-        from worker.tokens import reach_for
+        from worker.token_store import reach_for
         from worker.wiring import close_engine, open_engine, open_state
 
         settings = load_settings(config)

@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from engines.contract import ConfigError
 from worker.control import check_listen
 from worker.settings import Settings
-from worker.tokens import TokenStore
+from worker.token_store import TokenStore
 
 
 def bind(settings: Settings) -> socket.socket:

@@ -67,7 +67,7 @@ from worker.legacy.job import LegacyImportRecord, LegacyImportRequest
 from worker.legacy.operations import legacy_import_status, legacy_imports, start_legacy_import
 from worker.records import DeadLetter, SyncOutcome
 from worker.runs import RunView
-from worker.tokens import TokenStore
+from worker.token_store import TokenStore
 
 __all__ = [
     "CLI_CALLER",

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from engines.contract import ConfigError, Namespace, Reach, UnauthorizedError
 from worker.control.results import Result
-from worker.tokens import ReachShape, TokenRecord, TokenStore
+from worker.token_store import ReachShape, TokenRecord, TokenStore
 
 
 class Caller(Result):

@@ -35,7 +35,7 @@ from tests.unit.deploy.test_deploy_files import (
 )
 from worker.control import check_listen
 from worker.settings import Settings
-from worker.tokens import TokenStore
+from worker.token_store import TokenStore
 
 CLUSTER_TOML = ROOT / "deploy" / "cluster.toml"
 BAKED_AT = "/etc/tinymemory/cluster.toml"

@@ -16,7 +16,7 @@ from tinymemory_ingest.api import create_app
 from worker.control import Services
 from worker.settings import Settings
 from worker.state.sqlite import SqliteStateStore
-from worker.tokens import TokenStore
+from worker.token_store import TokenStore
 
 
 @dataclass
