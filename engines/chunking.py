@@ -1,4 +1,4 @@
-"""Cutting long texts into contiguous pieces that keep their page and section (cortexdb §9).
+"""Cutting long texts into contiguous pieces that keep their page and section (docs/spec/cortexdb.md §9).
 
 One algorithm serves two callers. `split` counts sizes in JSON-escaped UTF-8 bytes, because a CortexDB event's
 text travels inside a JSON envelope with a byte limit. `passages` counts characters, for an engine that cuts a
@@ -69,7 +69,7 @@ class _Part(NamedTuple):
 
 
 def escaped_len(s: str) -> int:
-    """The length of `s` as JSON-escaped UTF-8 (§9.2).
+    """The length of `s` as JSON-escaped UTF-8 (docs/spec/cortexdb.md §9.2).
 
     `"`, `\\`, `\\n`, `\\r`, `\\t`, `\\b`, `\\f` cost 2, other characters below U+0020 cost 6, every other
     character its UTF-8 length. Additive: `escaped_len(a + b) == escaped_len(a) + escaped_len(b)`. A lone
@@ -116,7 +116,8 @@ def heading_title(rest: str) -> str | None:
 
 
 def split(text: str, overhead: int, target: int, limit: int) -> list[Piece]:
-    """Cut `text` into pieces whose escaped size plus `overhead` stays within `target` and `limit` (§9.3–9.5).
+    """Cut `text` into pieces whose escaped size plus `overhead` stays within `target` and `limit`
+    (docs/spec/cortexdb.md §9.3–9.5).
 
     One piece (the whole text, no section) means the text fits and is written unsplit. Otherwise every piece
     is at most `pack` escaped bytes unless it is a single character that alone is bigger. `target == 0` makes
@@ -184,7 +185,7 @@ def _piece(text: str, group: list[tuple[_Part, _Unit]], paged: bool) -> Piece:
 
 
 def _units(text: str) -> list[_Unit]:
-    """The units of §9.4's reference `units()`, in linear time.
+    """The units of docs/spec/cortexdb.md §9.4's reference `units()`, in linear time.
 
     The reference visits every character; only page breaks and heading lines can end a unit, so this visits
     those alone, and knows whether the open unit holds anything but whitespace from the first non-whitespace
@@ -235,7 +236,8 @@ def _line_end(text: str, at: int) -> int:
 
 
 def _parts(text: str, start: int, end: int, cap: int, measure: _Measure) -> list[_Part]:
-    """§9.4's `parts`: ranges of at most `cap`, cut at blank lines, then line ends, then characters."""
+    """docs/spec/cortexdb.md §9.4's `parts`: ranges of at most `cap`, cut at blank lines, then line ends, then
+    characters."""
     size = measure(text, start, end)
     if size <= cap:
         return [_Part(start, end, size)]

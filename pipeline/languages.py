@@ -1,4 +1,4 @@
-"""Programming language of a file, from its path (sources-and-documents §10.4).
+"""Programming language of a file, from its path (docs/spec/sources-and-documents.md §10.4).
 
 The names returned land in `MemoryMeta.language`, so they are a wire contract: change a name here and stored
 items stop matching filters written against the old one.

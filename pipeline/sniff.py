@@ -1,4 +1,4 @@
-"""Document formats and sniffing (sources-and-documents §10.1–10.3, widened by the conversion issue).
+"""Document formats and sniffing (docs/spec/sources-and-documents.md §10.1–10.3).
 
 `sniff` decides a format from the bytes first and trusts the hints (MIME, filename) only where the bytes do
 not settle it: a zip, a PDF, an image or a sound is what its bytes say, whatever a server or a file name
@@ -171,7 +171,7 @@ _OOXML_PARTS = ((b"word/", DocumentFormat.DOCX), (b"xl/", DocumentFormat.XLSX), 
 
 
 def sniff(data: bytes, filename: str | None = None, mime: str | None = None) -> DocumentFormat:
-    """The format of `data`; the first rule of §10.2 that decides wins. Never raises.
+    """The format of `data`; the first rule of docs/spec/sources-and-documents.md §10.2 that decides wins. Never raises.
 
     The bytes decide first (zip, PDF, OLE2, image and audio signatures, a feed's root element), then the MIME
     hint, then the filename,
@@ -362,7 +362,8 @@ def _is_text(data: bytes) -> bool:
 
 
 def _zip_kind(data: bytes) -> DocumentFormat | None:
-    """The one zip kind the central directory's entry names show, without inflating anything (§10.3).
+    """The one zip kind the central directory's entry names show, without inflating anything
+    (docs/spec/sources-and-documents.md §10.3).
 
     Besides the three OOXML prefixes, a `META-INF/container.xml` entry or a leading `mimetype` entry naming
     EPUB means epub.

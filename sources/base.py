@@ -31,7 +31,8 @@ from engines.contract import InvalidRequestError, MemoryMeta, Turn
 if TYPE_CHECKING:
     from sources.watch import FolderWatcher
 
-# Spec §3 `FOLDER_FILE_SIZE_CAP_BYTES`: larger files are skipped when listing and refused when read.
+# docs/spec/sources-and-documents.md §3 `FOLDER_FILE_SIZE_CAP_BYTES`: larger files are skipped when listing and refused
+# when read.
 FOLDER_FILE_SIZE_CAP_BYTES: Final = 10 * 1024 * 1024
 
 ChangeCallback = Callable[[set[str]], None]
@@ -122,7 +123,7 @@ class ReaderOptions:
 
 
 def resolve_source_path(path: Path, workspace: Path | None) -> Path:
-    """A configured folder or file path made absolute (spec §3 root rule).
+    """A configured folder or file path made absolute (docs/spec/sources-and-documents.md §3 root rule).
 
     A relative path is joined to the workspace directory, never to the process's working directory, so a
     relative path without a workspace is refused.

@@ -1,4 +1,5 @@
-"""Source configuration (spec §1): the kinds, a configured source (`SourceEntry`), and a request for a new one.
+"""Source configuration (docs/spec/sources-and-documents.md §1): the kinds, a configured source (`SourceEntry`), and a
+request for a new one.
 
 `SourceConfigKind` is the one enumeration of the built-in kinds: their persisted names, the contract
 `SourceKind` their items carry, and the name a person types. An entry's `kind` is a plain string, so a kind
@@ -20,7 +21,7 @@ from engines.contract import InvalidRequestError, MemoryMeta, Namespace, Segment
 
 
 class SourceConfigKind(StrEnum):
-    """The built-in kinds of configured source (the persisted names of spec §1.2)."""
+    """The built-in kinds of configured source (the persisted names of docs/spec/sources-and-documents.md §1.2)."""
 
     FOLDER = "folder"
     FILE = "file"
@@ -72,7 +73,8 @@ class SourceEntry(BaseModel):
     url: str | None = None
     namespace: str | None = None
     interval_s: float | None = None
-    # Kind-specific settings (spec §1.1 and issue 11); a kind's `configure` refuses those it does not read.
+    # Kind-specific settings (docs/spec/sources-and-documents.md §1.1); a kind's `configure` refuses those
+    # it does not read.
     branch: str | None = None
     extras: list[str] = Field(default_factory=list)
     token_env: str | None = None

@@ -1,4 +1,5 @@
-"""The conversation source (spec §8.1): a folder of chat threads, each thread a unit read as turns.
+"""The conversation source (docs/spec/sources-and-documents.md §8.1): a folder of chat threads, each thread a unit read
+as turns.
 
 The folder is walked, contained, capped and watched exactly as a folder source is (`FolderReader`, selecting
 `*.json` and `*.jsonl` files unless the entry names its own patterns); `sources.threads` parses what is read. A
@@ -13,7 +14,7 @@ unreadable folder, an export that cannot be parsed now) is a `Skipped` entry, an
 holds from it are listed with the versions it holds (the `ConditionalSource` ability), so a half-written export
 or a file grown past the cap never deletes what was stored from it. A thread whose messages all have unknown
 roles is refused when read (a dead letter naming the roles); one with some keeps the others, drops those (spec
-§8.1) and logs how many it dropped.
+docs/spec/sources-and-documents.md §8.1) and logs how many it dropped.
 
 Reading an export's thread parses the file again, unless it is the file this reader parsed last and still has
 the same size and mtime: the units of one file are listed, and so read, one after the other.
@@ -79,9 +80,9 @@ class _Loaded:
 class ConversationReader:
     """Lists and reads the threads of the thread files below `root` (relative only with a `workspace`).
 
-    `include` replaces `DEFAULT_INCLUDE` (spec §3 globs); the format of a file is told from its content, not
-    its name. Files over `max_file_bytes` are skipped and refused as a folder source does. Items carry
-    `entry`'s source reference and namespace (none without an entry). Also a `WatchableSource` and a
+    `include` replaces `DEFAULT_INCLUDE` (docs/spec/sources-and-documents.md §3 globs); the format of a file is told
+    from its content, not its name. Files over `max_file_bytes` are skipped and refused as a folder source does. Items
+    carry `entry`'s source reference and namespace (none without an entry). Also a `WatchableSource` and a
     `ConditionalSource` (module docstring).
     """
 
@@ -194,8 +195,8 @@ class ConversationReader:
             os.close(fd)
 
     def _origin(self, file_origin: MemoryMeta, thread_id: str, thread: Thread) -> MemoryMeta:
-        """Spec §2.4: the folder's fields, the thread id, the turns, and the time of the last timed turn (else
-        when the export says the thread changed, else the file's mtime)."""
+        """docs/spec/sources-and-documents.md §2.4: the folder's fields, the thread id, the turns, and the time of the
+        last timed turn (else when the export says the thread changed, else the file's mtime)."""
         observed = next((turn.at for turn in reversed(thread.turns) if turn.at is not None), thread.updated_at)
         fields = {
             "workspace": file_origin.workspace,
@@ -211,7 +212,8 @@ class ConversationReader:
 
 
 def thread_id_refusal(thread_id: str) -> str | None:
-    """Why `thread_id` cannot name a thread (spec §8.1, and `#`, which unit ids use), or None when it can."""
+    """Why `thread_id` cannot name a thread (docs/spec/sources-and-documents.md §8.1, and `#`, which unit ids use), or
+    None when it can."""
     if thread_id in ("", ".", "..") or not thread_id.strip():
         return "is empty, '.' or '..'"
     if "/" in thread_id or "\\" in thread_id:

@@ -1,4 +1,4 @@
-"""The file source (spec §4): one configured file is one unit, its id the file name.
+"""The file source (docs/spec/sources-and-documents.md §4): one configured file is one unit, its id the file name.
 
 Reading is the folder source's: the file's folder is the root (a link among the folders above it is the user's
 own choice and is resolved), but the file itself is never a followed link, never over the cap, and always a

@@ -1,11 +1,12 @@
-"""The folder source (spec §3): every selected regular file below a root is a unit, its id the relative path.
+"""The folder source (docs/spec/sources-and-documents.md §3): every selected regular file below a root is a unit, its id
+the relative path.
 
-Selection differs from spec §3's default in one way, on purpose: without an include glob every regular file that
-is not ignored is offered (documents as well as text and code), because the pipeline's sniffing, not the file
-name, decides what can be converted. A ZIP archive is not a unit: its members are, `archive.zip!/path`, under
-the same rules (`sources.archive`). Listing costs one `lstat` per file and reads no file contents except
-`.gitignore` files and archives' central directories (each cached by its own `lstat`), so re-listing an
-unchanged folder is cheap.
+Selection differs from docs/spec/sources-and-documents.md §3's default in one way, on purpose: without an include glob
+every regular file that is not ignored is offered (documents as well as text and code), because the pipeline's sniffing,
+not the file name, decides what can be converted. A ZIP archive is not a unit: its members are, `archive.zip!/path`,
+under the same rules (`sources.archive`). Listing costs one `lstat` per file and reads no file contents except
+`.gitignore` files and archives' central directories (each cached by its own `lstat`), so re-listing an unchanged folder
+is cheap.
 """
 
 from __future__ import annotations
@@ -73,9 +74,10 @@ class FolderReader:
     """Lists and reads the selected files below `root`; never follows a symbolic link below it.
 
     `root` may be relative only with a `workspace` to join it to. `include` narrows the selection to files whose
-    whole relative path matches one of the spec §3 globs. Files over `max_file_bytes` are listed as skipped and
-    refused when read; so are archive members declaring more. Items read carry `entry`'s source reference and
-    namespace (none without an entry). Also a `WatchableSource`; `stat_unit` examines one id as a listing would.
+    whole relative path matches one of the docs/spec/sources-and-documents.md §3 globs. Files over `max_file_bytes` are
+    listed as skipped and refused when read; so are archive members declaring more. Items read carry `entry`'s source
+    reference and namespace (none without an entry). Also a `WatchableSource`; `stat_unit` examines one id as a listing
+    would.
     """
 
     kind = SourceConfigKind.FOLDER

@@ -1,4 +1,5 @@
-"""The GitHub repository source (spec §7): the files of one branch, and optionally its commits, issues and PRs.
+"""The GitHub repository source (docs/spec/sources-and-documents.md §7): the files of one branch, and optionally its
+commits, issues and PRs.
 
 Units and their versions:
 
@@ -407,7 +408,7 @@ def _token(entry: SourceEntry, options: ReaderOptions) -> TokenChoice:
 
 
 def _build(entry: SourceEntry, options: ReaderOptions) -> GithubReader:
-    # An entry saved without a limit reads with the reader's defaults (spec §1.2).
+    # An entry saved without a limit reads with the reader's defaults (docs/spec/sources-and-documents.md §1.2).
     default = HistoryLimits()
     limits = HistoryLimits(
         commits=entry.max_commits or default.commits,

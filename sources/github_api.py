@@ -2,12 +2,12 @@
 client, the answers' shapes and its failures.
 
 Requests go through PyGithub's `Requester` (its auth, base URL handling and connection pool) to the routes
-spec §7 names, and the JSON answers are validated into the small models below rather than into PyGithub's own
-objects: those complete themselves with one more request whenever a field is absent (every listed issue that is
-not a pull request lacks `pull_request`, which would cost a request per issue), and a model fails cleanly on a
-broken answer. PyGithub is configured for a worker: no pause between requests, a timeout, and retries only
-for connections that fail, never sleeping on a rate limit; a limit reached is an `UnavailableError` saying
-when to retry, so the host tries again later instead of recording a failure.
+docs/spec/sources-and-documents.md §7 names, and the JSON answers are validated into the small models below rather than
+into PyGithub's own objects: those complete themselves with one more request whenever a field is absent (every listed
+issue that is not a pull request lacks `pull_request`, which would cost a request per issue), and a model fails cleanly
+on a broken answer. PyGithub is configured for a worker: no pause between requests, a timeout, and retries only for
+connections that fail, never sleeping on a rate limit; a limit reached is an `UnavailableError` saying when to retry, so
+the host tries again later instead of recording a failure.
 
 Failures become contract errors here, naming the repository and what was being read, never the token:
 
@@ -37,7 +37,7 @@ from urllib3.util import Retry
 from engines.contract import EngineError, Error, InvalidRequestError, NotFoundError, UnavailableError
 
 PER_PAGE: Final = 100
-MAX_PAGES: Final = 1000  # spec §7.3: pages of 100 until a short page, at most 1000 pages
+MAX_PAGES: Final = 1000  # docs/spec/sources-and-documents.md §7.3: pages of 100 until a short page, at most 1000 pages
 
 _OWNER: Final = r"(?P<owner>[A-Za-z0-9][A-Za-z0-9-]{0,38})"
 _NAME: Final = r"(?P<name>[A-Za-z0-9._-]{1,100})"
@@ -162,8 +162,9 @@ class RepoRef:
 
 
 def parse_repo(target: str) -> RepoRef:
-    """The repository a target names (spec §7.1): `https://github.com/OWNER/REPO` (or `http://`), optionally
-    ending in `.git` and/or `/`, `git@github.com:OWNER/REPO[.git]`, or `OWNER/REPO`; anything deeper is refused."""
+    """The repository a target names (docs/spec/sources-and-documents.md §7.1): `https://github.com/OWNER/REPO` (or
+    `http://`), optionally ending in `.git` and/or `/`, `git@github.com:OWNER/REPO[.git]`, or `OWNER/REPO`; anything
+    deeper is refused."""
     text = target.strip()
     for form in _REPO_FORMS:
         match = form.fullmatch(text)

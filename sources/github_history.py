@@ -1,10 +1,11 @@
-"""A repository's commits, issues and pull requests as units of its GitHub source (spec §7.3), the extras an
-entry asks for with `extras` (`--with issues,prs,commits`).
+"""A repository's commits, issues and pull requests as units of its GitHub source
+(docs/spec/sources-and-documents.md §7.3), the extras an entry asks for with `extras` (`--with issues,prs,commits`).
 
 Each kind is listed newest first (GitHub's order) and cut to its limit; an issue row that is a pull request is
-left out of the issues. A unit is read as the markdown body of spec §7.4, named `<kind>-<id>.md` so the
-pipeline takes it for markdown, with the metadata of §7.4: the repository, the commit sha of a commit, the web
-URL of an issue or pull request, and the timestamp its version is made of.
+left out of the issues. A unit is read as the markdown body of docs/spec/sources-and-documents.md §7.4, named
+`<kind>-<id>.md` so the pipeline takes it for markdown, with the metadata of docs/spec/sources-and-documents.md §7.4:
+the repository, the commit sha of a commit, the web URL of an issue or pull request, and the timestamp its version is
+made of.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ COMMIT: Final = "commit"
 EXTRA_OF_KIND: Final = {ISSUE: "issues", PR: "prs", COMMIT: "commits"}
 
 MAX_COMMENTS: Final = 1000
-COMMENTS_PER_PAGE: Final = 50  # spec §7.3
+COMMENTS_PER_PAGE: Final = 50  # docs/spec/sources-and-documents.md §7.3
 
 _COMMIT_SHA: Final = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
@@ -42,7 +43,7 @@ class HistoryLimits:
     prs: int = 1000
 
 
-# Spec §1.2: the limits an entry is created with when its request names none.
+# docs/spec/sources-and-documents.md §1.2: the limits an entry is created with when its request names none.
 ENTRY_LIMITS: Final = HistoryLimits(commits=50, issues=10, prs=10)
 
 
@@ -113,8 +114,8 @@ class RepoHistory:
         return _markdown(unit_id, stamp(row.updated_at), origin, body, f"{kind}-{number}.md")
 
     def _comments(self, number: int) -> list[CommentRow]:
-        """An issue's comments, best effort (spec §7.3): comments GitHub cannot give are left out, but an
-        unavailable GitHub (a rate limit) is raised, so the unit is read again later rather than stored
+        """An issue's comments, best effort (docs/spec/sources-and-documents.md §7.3): comments GitHub cannot give are
+        left out, but an unavailable GitHub (a rate limit) is raised, so the unit is read again later rather than stored
         without them at its version."""
         rows = self.api.pages(
             f"issues/{number}/comments",

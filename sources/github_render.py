@@ -1,4 +1,5 @@
-"""The markdown bodies of a repository's commits, issues and pull requests (spec §7.4), as pure functions.
+"""The markdown bodies of a repository's commits, issues and pull requests (docs/spec/sources-and-documents.md §7.4), as
+pure functions.
 
 Each body is exactly the spec's template: the fields in its order, timestamps as GitHub writes them
 (`2024-02-01T10:00:00Z`), an absent text as empty, and a comments section only when there are comments. A

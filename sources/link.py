@@ -1,4 +1,5 @@
-"""The link source (spec §5): one web page, or every page a sitemap lists on the sitemap's own host.
+"""The link source (docs/spec/sources-and-documents.md §5): one web page, or every page a sitemap lists on the sitemap's
+own host.
 
 A page is a unit whose id is its URL and whose version is what the server says identifies its content: the
 ETag, else the Last-Modified date, else a hash of the body. Listing is conditional (`ConditionalSource`):

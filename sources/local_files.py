@@ -3,9 +3,9 @@
 Folder and file sources both read through here. The id is checked lexically (no `..`, not absolute), then every
 component is opened relative to its parent with `O_NOFOLLOW`, so no link anywhere below the root is followed and
 nothing outside it can be reached, even if a directory is swapped for a link mid-read. Only when that walk meets
-a link is `realpath` consulted (spec §3 containment), to say whether the link points outside the root. Only
-regular files are opened, and with `O_NONBLOCK`, so a FIFO or a device put in a file's place cannot hang or
-disturb the reader.
+a link is `realpath` consulted (docs/spec/sources-and-documents.md §3 containment), to say whether the link points
+outside the root. Only regular files are opened, and with `O_NONBLOCK`, so a FIFO or a device put in a file's place
+cannot hang or disturb the reader.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def id_parts(unit_id: str) -> list[str]:
 
 
 def check_contained(root_real: str, unit_id: str) -> None:
-    """Spec §3 containment by `realpath`, and no link anywhere below the root (links are never followed)."""
+    """docs/spec/sources-and-documents.md §3 containment by `realpath`, and no link anywhere below the root (links are
+    never followed)."""
     joined = f"{root_real.rstrip('/')}/{unit_id}"
     target = os.path.realpath(joined)
     if target != root_real and not target.startswith(root_real.rstrip("/") + "/"):
@@ -143,8 +144,8 @@ def file_content(
     st: os.stat_result,
     version: str | None = None,
 ) -> UnitContent:
-    """One local file as read, with the spec §2.4 metadata: the root as workspace, the canonical absolute
-    path and its folder, observed at its mtime (an item's id does not depend on the mtime).
+    """One local file as read, with the docs/spec/sources-and-documents.md §2.4 metadata: the root as workspace, the
+    canonical absolute path and its folder, observed at its mtime (an item's id does not depend on the mtime).
 
     `st` is the file's `fstat` (an archive's, for a member: the path and folder then run through the
     archive, `root/a.zip!/docs/x.md`); `version` defaults to the file's own."""

@@ -1,14 +1,15 @@
-"""The SSRF guard (spec §9): the one HTTP client that fetches anything on someone's behalf.
+"""The SSRF guard (docs/spec/sources-and-documents.md §9): the one HTTP client that fetches anything on someone's
+behalf.
 
-A URL is judged in two stages. The static check (`sources.urls`: `check_url`, `is_url_allowed`; spec §9.2)
-needs no DNS: the scheme is http or https, the host is present, has no zone id, maps through IDNA (UTS 46),
-and is neither a refused name (`localhost`, `*.local`, `*.internal`, a single label) nor an IP literal
-outside the public ranges (`is_public_ip`, spec §9.3), numeric forms such as `127.1`, `2130706433`,
-`0x7f000001` and `0177.0.0.1` included. Then `GuardedClient` resolves the name once, keeps only the public
-addresses, and sends the request to one of those IP literals, with the name kept in the `Host` header and as
-the TLS server name: nothing resolves the name a second time between the check and the connection, so DNS
-rebinding fails. Redirects are followed by the guard, every hop judged again, at most `MAX_REDIRECTS`;
-bodies are capped and timed while they stream, so a slow or endless body cannot hold a worker.
+A URL is judged in two stages. The static check (`sources.urls`: `check_url`, `is_url_allowed`;
+docs/spec/sources-and-documents.md §9.2) needs no DNS: the scheme is http or https, the host is present, has no zone id,
+maps through IDNA (UTS 46), and is neither a refused name (`localhost`, `*.local`, `*.internal`, a single label) nor an
+IP literal outside the public ranges (`is_public_ip`, docs/spec/sources-and-documents.md §9.3), numeric forms such as
+`127.1`, `2130706433`, `0x7f000001` and `0177.0.0.1` included. Then `GuardedClient` resolves the name once, keeps only
+the public addresses, and sends the request to one of those IP literals, with the name kept in the `Host` header and as
+the TLS server name: nothing resolves the name a second time between the check and the connection, so DNS rebinding
+fails. Redirects are followed by the guard, every hop judged again, at most `MAX_REDIRECTS`; bodies are capped and timed
+while they stream, so a slow or endless body cannot hold a worker.
 
 `allow_private_networks=True` (tests with loopback servers, a deployment that reads its intranet) relaxes the
 name rules and lets private, loopback, carrier-NAT and the other non-public addresses through; schemes are

@@ -1,4 +1,5 @@
-"""The RSS and Atom source (spec §6): every entry of one feed is a unit, read as a small HTML document.
+"""The RSS and Atom source (docs/spec/sources-and-documents.md §6): every entry of one feed is a unit, read as a small
+HTML document.
 
 The guard (`sources.net`) fetches the feed and feedparser only parses the bytes: it is never given a URL or
 anything it could take for a file name, since it would fetch or open that itself, outside the guard.
@@ -39,9 +40,10 @@ from sources.registry import KindSpec
 
 FEED_CACHE_TTL: Final = 60.0
 DEFAULT_MAX_ITEMS: Final = 50
-"""Entries read when a source sets no `max_items` (spec §1.2 reader default)."""
+"""Entries read when a source sets no `max_items` (docs/spec/sources-and-documents.md §1.2 reader default)."""
 CREATED_MAX_ITEMS: Final = 20
-"""`max_items` filled in when a source is configured without one (spec §1.2 creation default)."""
+"""`max_items` filled in when a source is configured without one (docs/spec/sources-and-documents.md §1.2 creation
+default)."""
 ENTRY_FILE_NAME: Final = "entry.html"
 
 _MAX_UNIT_ID: Final = 512
@@ -156,7 +158,8 @@ def _refusal(parsed: Any, data: bytes) -> str:
 
 
 def _entry(raw: dict[str, Any], index: int, atom: bool) -> FeedEntry:
-    """One entry by the spec §6 table (feedparser names RSS `guid` and Atom `id` both `id`)."""
+    """One entry by the docs/spec/sources-and-documents.md §6 table (feedparser names RSS `guid` and Atom `id` both
+    `id`)."""
     link = _text(raw.get("link")) or None
     fallback = f"atom-{index}" if atom else f"rss-{index}"
     raw_id = _text(raw.get("id")) or (None if atom else link)

@@ -13,7 +13,8 @@ from typing import Final
 
 from pathspec import GitIgnoreSpec
 
-# Spec §3 names, plus the virtualenv most tools create (hidden anyway) and the one spec §3 spells out.
+# docs/spec/sources-and-documents.md §3 names, plus the virtualenv most tools create (hidden anyway) and the one
+# docs/spec/sources-and-documents.md §3 spells out.
 IGNORED_DIR_NAMES: Final = frozenset({".git", ".hg", ".svn", "target", "node_modules", "__pycache__", "venv", ".venv"})
 
 # A directory holding this file is a virtualenv whatever its name (`env`, `.tox/py311`, `my-env`).
@@ -21,7 +22,7 @@ VENV_MARKER: Final = "pyvenv.cfg"
 
 GITIGNORE: Final = ".gitignore"
 
-# Spec §3 glob translation, longest token first so `**/` is not read as `**` then `/`.
+# docs/spec/sources-and-documents.md §3 glob translation, longest token first so `**/` is not read as `**` then `/`.
 _GLOB_TOKENS: Final = re.compile(r"\*\*/|\*\*|\*|\?|[.+()|^${}\[\]\\]")
 _GLOB_REGEX: Final = {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}
 
@@ -37,7 +38,8 @@ def is_ignored_name(name: str, *, is_dir: bool) -> bool:
 
 
 def glob_to_regex(pattern: str) -> str:
-    """Spec §3: a glob matched against the whole relative path; every other character is literal."""
+    """docs/spec/sources-and-documents.md §3: a glob matched against the whole relative path; every other character is
+    literal."""
 
     def token(match: re.Match[str]) -> str:
         text = match.group(0)
@@ -47,10 +49,11 @@ def glob_to_regex(pattern: str) -> str:
 
 
 class IncludeGlob:
-    """One or several spec §3 globs; a file is selected when any of them matches its whole relative path."""
+    """One or several docs/spec/sources-and-documents.md §3 globs; a file is selected when any of them matches its whole
+    relative path."""
 
     def __init__(self, patterns: Iterable[str]) -> None:
-        # Blank patterns count as missing (spec §1.1), so `[""]` narrows nothing.
+        # Blank patterns count as missing (docs/spec/sources-and-documents.md §1.1), so `[""]` narrows nothing.
         self.patterns = tuple(p for p in patterns if p.strip())
         alternatives = "|".join(f"(?:{glob_to_regex(p)})" for p in self.patterns)
         self._regex = re.compile(alternatives, re.DOTALL) if self.patterns else None

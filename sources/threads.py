@@ -1,16 +1,16 @@
 """Conversation threads as files: the four formats a conversation source reads, parsed into turns.
 
-Pure functions over bytes already read. A file holds a spec §8.1 thread JSON object (`{"title"?, "messages":
-[{"role", "content", "created_at" | "timestamp" | "at"?, "tool_calls"?: [{"name", "id"?}]}]}`) or JSON lines of
-such messages (one thread each), or a ChatGPT or Claude `conversations.json` export (a list of conversations).
-Of a ChatGPT conversation's tree of messages (`mapping`) only the branch ending at `current_node` is the thread:
-the other branches are edits and regenerations the person moved away from. The format is told from the content
-(only a `.jsonl` name promises JSON lines); anything else is refused naming the file. An export's conversations
-are kept as compact JSON, each with a version hashed from it: smaller than the parsed tree, and enough to tell
-which threads changed without making their turns.
+Pure functions over bytes already read. A file holds a docs/spec/sources-and-documents.md §8.1 thread JSON object
+(`{"title"?, "messages": [{"role", "content", "created_at" | "timestamp" | "at"?, "tool_calls"?: [{"name", "id"?}]}]}`)
+or JSON lines of such messages (one thread each), or a ChatGPT or Claude `conversations.json` export (a list of
+conversations). Of a ChatGPT conversation's tree of messages (`mapping`) only the branch ending at `current_node` is the
+thread: the other branches are edits and regenerations the person moved away from. The format is told from the content
+(only a `.jsonl` name promises JSON lines); anything else is refused naming the file. An export's conversations are kept
+as compact JSON, each with a version hashed from it: smaller than the parsed tree, and enough to tell which threads
+changed without making their turns.
 
-A message of an unknown role (`ROLES`) is dropped (spec §8.1), as is one without text unless it called tools
-(its text is then the calls). A timestamp that cannot be read leaves its turn without a time.
+A message of an unknown role (`ROLES`) is dropped (docs/spec/sources-and-documents.md §8.1), as is one without text
+unless it called tools (its text is then the calls). A timestamp that cannot be read leaves its turn without a time.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ ROLES: Final[Mapping[str, Role]] = {
     )
     for name in names
 }
-"""Spec §8.1: the role names a thread may use (trimmed, lowercased), and the contract role each one is."""
+"""docs/spec/sources-and-documents.md §8.1: the role names a thread may use (trimmed, lowercased), and the contract role
+each one is."""
 
 _TIME_KEYS: Final = ("created_at", "timestamp", "at")
 _MILLISECONDS_FROM: Final = 10**12
@@ -92,13 +93,15 @@ class Export:
 
 
 def role_of(value: object) -> Role | None:
-    """The contract role a message's role names (spec §8.1), or None when it names none this source knows."""
+    """The contract role a message's role names (docs/spec/sources-and-documents.md §8.1), or None when it names none
+    this source knows."""
     return ROLES.get(value.strip().lower()) if isinstance(value, str) else None
 
 
 def parse_timestamp(value: object) -> datetime | None:
-    """Spec §8.1: an RFC 3339 string, or epoch milliseconds when at least 10^12 in size, else seconds; None
-    for anything else, and for an instant outside the years 1 to 9999 (a naive string is taken as UTC)."""
+    """docs/spec/sources-and-documents.md §8.1: an RFC 3339 string, or epoch milliseconds when at least 10^12 in size,
+    else seconds; None for anything else, and for an instant outside the years 1 to 9999 (a naive string is taken as
+    UTC)."""
     try:
         if isinstance(value, int | float) and not isinstance(value, bool):
             if not math.isfinite(value):
@@ -346,7 +349,7 @@ class _Turns:
         calls = calls or []
         if not text.strip():
             if not calls:
-                return  # spec §8.1: blank content drops the message, whatever its role
+                return  # docs/spec/sources-and-documents.md §8.1: blank content drops the message, whatever its role
             text = "\n".join(f"{ref.name} {detail}".rstrip() for ref, detail in calls)
         role = role_of(role_name)
         if role is None:

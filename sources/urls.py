@@ -1,4 +1,5 @@
-"""The static half of the SSRF guard (spec §9.2, §9.3): whether a URL may be fetched at all, before any DNS.
+"""The static half of the SSRF guard (docs/spec/sources-and-documents.md §9.2, §9.3): whether a URL may be fetched at
+all, before any DNS.
 
 The scheme is http or https, the host is present, has no zone id, maps through IDNA (UTS 46), and is neither a
 refused name (`localhost`, `*.local`, `*.internal`, a single label) nor an IP literal outside the public
@@ -22,7 +23,7 @@ from engines.contract import InvalidRequestError
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _SCHEMES: Final = {"http": 80, "https": 443}
 
-# Spec §9.3, one table per family.
+# docs/spec/sources-and-documents.md §9.3, one table per family.
 _V4_TABLE: Final = (
     "0.0.0.0/8 10.0.0.0/8 100.64.0.0/10 127.0.0.0/8 169.254.0.0/16 172.16.0.0/12 192.0.0.0/16 192.168.0.0/16"
     " 198.18.0.0/15 198.51.100.0/24 203.0.113.0/24 224.0.0.0/4 240.0.0.0/4"
@@ -36,8 +37,8 @@ _V4_COMPATIBLE: Final = ipaddress.IPv6Network("::/96")
 
 
 def is_public_ip(ip: IPAddress) -> bool:
-    """True unless `ip` is in one of the non-public ranges of spec §9.3; an IPv4-mapped or IPv4-compatible
-    IPv6 address is judged by the IPv4 address it embeds."""
+    """True unless `ip` is in one of the non-public ranges of docs/spec/sources-and-documents.md §9.3; an IPv4-mapped or
+    IPv4-compatible IPv6 address is judged by the IPv4 address it embeds."""
     if isinstance(ip, ipaddress.IPv4Address):
         return not any(ip in net for net in _V4_REFUSED)
     if any(ip in net for net in _V6_REFUSED):
@@ -47,7 +48,8 @@ def is_public_ip(ip: IPAddress) -> bool:
 
 
 def is_url_allowed(url: str) -> bool:
-    """Whether `url` passes the static checks of spec §9.2 (no DNS): what `check_url` accepts."""
+    """Whether `url` passes the static checks of docs/spec/sources-and-documents.md §9.2 (no DNS): what `check_url`
+    accepts."""
     try:
         check_url(url)
     except InvalidRequestError:
@@ -57,7 +59,7 @@ def is_url_allowed(url: str) -> bool:
 
 def check_url(url: str, *, allow_private_networks: bool = False) -> str:
     """The host to resolve for `url` (its IDNA form, or the canonical IP literal), after the static checks
-    of spec §9.2; `InvalidRequestError` naming the URL and the reason when it is refused.
+    of docs/spec/sources-and-documents.md §9.2; `InvalidRequestError` naming the URL and the reason when it is refused.
 
     `allow_private_networks` relaxes the name rules and the non-public ranges except link-local, as the
     client does with that option (a source's configuration uses it, before it knows the options).

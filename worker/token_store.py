@@ -1,6 +1,6 @@
 """Bearer tokens for the API: who may read which part of memory, write, or administer.
 
-A token fixes its holder's place and reach exactly like a tool scope (tools-and-context §2): every read is
+A token fixes its holder's place and reach exactly like a tool scope (docs/spec/tools-and-context.md §2): every read is
 confined to the reach, a write lands at the place, and only an admin token reaches the admin routes. The
 tokens file keeps only each token's SHA-256 digest, so reading the file never reveals a token; a token is
 shown once, when it is made. The file is JSON, written to a temporary file beside it and renamed over it,

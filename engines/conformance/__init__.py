@@ -1,4 +1,4 @@
-"""The conformance suite: checks any `MemoryEngine` against the contract (contract §18).
+"""The conformance suite: checks any `MemoryEngine` against the contract (docs/spec/contract.md §18).
 
 `run(engine)` runs the checks named in `CHECKS` in order and cleans up after itself;
 `run_isolation(a, b)` checks that two users' handles on one store share nothing. Both raise a

@@ -1,4 +1,4 @@
-"""The `namespaces` check (contract §18.5): reach on every read, sandboxes, and forget across nodes.
+"""The `namespaces` check (docs/spec/contract.md §18.5): reach on every read, sandboxes, and forget across nodes.
 
 Tree: the root, `a` and `b` (siblings), `scout` below `a`, and the sandbox `flow` below `a`. One
 fact is stored at each; `a` and `b` hold the same text, so only the namespace tells them apart.
@@ -81,7 +81,7 @@ async def _store_facts(s: Session, tree: _Tree) -> dict[str, ItemId]:
 
 
 def _listing_table(tree: _Tree) -> list[tuple[str, Reach | None, set[str]]]:
-    """(reach as written, reach, labels it must list): contract §18.5."""
+    """(reach as written, reach, labels it must list): docs/spec/contract.md §18.5."""
     return [
         ("of(a)", Reach.of(tree.a), {"root", "a"}),
         ("of(b)", Reach.of(tree.b), {"root", "b"}),

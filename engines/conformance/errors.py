@@ -22,11 +22,11 @@ class ConformanceError(Exception):
         return f"{self.check}: {self.detail}"
 
 
-class CheckFailed(ConformanceError):  # noqa: N818 - the name is fixed by contract §18.1
+class CheckFailed(ConformanceError):  # noqa: N818 - the name is fixed by docs/spec/contract.md §18.1
     """The engine answered wrongly: a wrong result, or a refusal that did not come or came as another kind."""
 
 
-class CallFailed(ConformanceError):  # noqa: N818 - the name is fixed by contract §18.1
+class CallFailed(ConformanceError):  # noqa: N818 - the name is fixed by docs/spec/contract.md §18.1
     """A call the engine must serve raised a contract error, kept in `error` and as `__cause__`."""
 
     def __init__(self, check: str, detail: str, error: Error) -> None:

@@ -1,4 +1,4 @@
-"""The run identity and the items the checks store (contract §18.2).
+"""The run identity and the items the checks store (docs/spec/contract.md §18.2).
 
 Everything a run stores carries its own workspace and marker, so runs against a shared engine never
 see each other's items and cleanup can find every one of them.

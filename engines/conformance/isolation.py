@@ -1,4 +1,4 @@
-"""`run_isolation`: two handles acting for two users share nothing (contract §18.7).
+"""`run_isolation`: two handles acting for two users share nothing (docs/spec/contract.md §18.7).
 
 Every step runs under the check name `isolation`; the failure detail names the step.
 """

@@ -1,4 +1,4 @@
-"""The fifteen probes of the `fetch_filters` check (contract §18.3): one item per filter field.
+"""The fifteen probes of the `fetch_filters` check (docs/spec/contract.md §18.3): one item per filter field.
 
 Each probe's item is the only one its filter selects among the probes, so a filter field an engine
 ignores or matches too loosely shows up as extra hits.

@@ -1,4 +1,5 @@
-"""`run`: the checks of contract §18.4 in order against one engine, then cleanup (§18.6)."""
+"""`run`: the checks of docs/spec/contract.md §18.4 in order against one engine, then cleanup
+(docs/spec/contract.md §18.6)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The three kinds of item a host stores, their text form and their id.
 
 An item's id is `fingerprint()`: a hash of its canonical JSON without `meta.observed_at`, so an
-identical retry or an unchanged file read again is a replay, not a duplicate (contract §5, §6).
+identical retry or an unchanged file read again is a replay, not a duplicate (docs/spec/contract.md §5, §6).
 """
 
 from __future__ import annotations

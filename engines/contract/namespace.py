@@ -1,7 +1,7 @@
 """Namespaces: the tree of memory nodes, and `Reach`, the set of nodes a read may see.
 
 A namespace is written `team:acme/agent:writer`; the root prints `root`. A `service` node is a
-sandbox: a read of everything below a node never enters one (contract §9, §10).
+sandbox: a read of everything below a node never enters one (docs/spec/contract.md §9, §10).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Ids hash a learning's confidence in this form, so `0.8` and `0.800000011920929` (0.8 widened from
 float32) must give the same bytes. The shortest digit string is found exactly with `Fraction`
-against the float32 rounding interval (contract §6.3).
+against the float32 rounding interval (docs/spec/contract.md §6.3).
 """
 
 from __future__ import annotations

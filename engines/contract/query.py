@@ -1,4 +1,4 @@
-"""Requests and responses of recall, fetch, list, forget, export and erase (contract §12)."""
+"""Requests and responses of recall, fetch, list, forget, export and erase (docs/spec/contract.md §12)."""
 
 from __future__ import annotations
 

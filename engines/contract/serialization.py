@@ -1,6 +1,6 @@
 """The base every contract model derives from, and the field types the wire rules need.
 
-The wire rules (contract §4) live here once: `None` is omitted, a model names the list fields it
+The wire rules (docs/spec/contract.md §4) live here once: `None` is omitted, a model names the list fields it
 omits when empty, instants are written by `format_instant`, and text must be valid Unicode.
 """
 

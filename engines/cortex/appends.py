@@ -1,4 +1,4 @@
-"""Appending events on each wire (spec cortexdb §8.3, §8.5).
+"""Appending events on each wire (docs/spec/cortexdb.md §8.3, §8.5).
 
 Direct sends a scope's events together, one bulk request (past 1,000 events or 8 MiB, several), and falls back
 to one request per event on a server without the bulk route; its writes are never retried here. The hosted wire

@@ -1,4 +1,4 @@
-"""Splitting a large document into pieces that each fit one CortexDB event (spec cortexdb §9).
+"""Splitting a large document into pieces that each fit one CortexDB event (docs/spec/cortexdb.md §9).
 
 A body is cut into units at page breaks and headings, a unit still over the room is cut at blank lines, then at
 line ends, then between characters, and the parts are packed greedily into pieces of at most `pack` escaped

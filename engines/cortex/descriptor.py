@@ -1,4 +1,5 @@
-"""The two engine ids CortexDB is registered under, their descriptors and default endpoints (spec cortexdb §3)."""
+"""The two engine ids CortexDB is registered under, their descriptors and default endpoints
+(docs/spec/cortexdb.md §3)."""
 
 from __future__ import annotations
 

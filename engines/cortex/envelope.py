@@ -1,4 +1,5 @@
-"""Events from items and back: the envelope, v3 in labels or v2 in the text, and the append body (spec §7).
+"""Events from items and back: the envelope, v3 in labels or v2 in the text, and the append body
+(docs/spec/cortexdb.md §7).
 
 An event's envelope names the item it belongs to and carries the item's non-text fields. v3 keeps the event's own
 text as its content and cuts the envelope into `tm:e:` labels; an event whose text is empty or whose labels would

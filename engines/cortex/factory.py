@@ -1,6 +1,6 @@
 """Building a `CortexEngine` from `EngineSettings`: the registry's entry points for `cortexdb` and `tinyhumans`.
 
-Every refusal is a `ConfigError` whose message never carries the credential (spec cortexdb §12).
+Every refusal is a `ConfigError` whose message never carries the credential (docs/spec/cortexdb.md §12).
 """
 
 from __future__ import annotations

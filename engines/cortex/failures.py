@@ -1,4 +1,4 @@
-"""Turning what went wrong on the wire into the contract's errors (spec cortexdb §6).
+"""Turning what went wrong on the wire into the contract's errors (docs/spec/cortexdb.md §6).
 
 Every error raised for an HTTP failure carries `status` and `code` attributes, set after construction so that
 they take no part in the error's equality. A message names the route (never its query) and the endpoint host,

@@ -1,4 +1,5 @@
-"""Reading events back: which filter admits an envelope, and how items are rebuilt from their events (§7.6, §7.10).
+"""Reading events back: which filter admits an envelope, and how items are rebuilt from their events
+(docs/spec/cortexdb.md §7.6, §7.10).
 
 A filter is matched against the decoded metadata, except that `file_path`, `folder` and an absolute `workspace`
 are matched against the digests the envelope carries, since the paths themselves never left the machine.

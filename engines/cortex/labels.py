@@ -1,4 +1,4 @@
-"""Digests, the metadata that leaves the machine, and the labels an event carries (spec cortexdb §7.5-7.7).
+"""Digests, the metadata that leaves the machine, and the labels an event carries (docs/spec/cortexdb.md §7.5-7.7).
 
 CortexDB can narrow a listing or a pack by exact labels, so every field a filter may name is written as a
 `tm:<tag>:<digest>` lookup label. Local paths never leave the machine: `wire_meta` sends a file's name alone,

@@ -1,4 +1,5 @@
-"""Where items live in CortexDB: one scope per item kind per namespace node, in one of two layouts (spec §10).
+"""Where items live in CortexDB: one scope per item kind per namespace node, in one of two layouts
+(docs/spec/cortexdb.md §10).
 
 The legacy layout (the default) keeps everything under `app:tinymemory`; the v3 layout lays it out below a root
 of the host's choosing, with `app:brain` and `app:flows` grouping sourced documents and services. Each engine

@@ -1,4 +1,5 @@
-"""Finding items by id: a label lookup in one scope, at most 50 labels a request, every page read (§8.2, §11.5).
+"""Finding items by id: a label lookup in one scope, at most 50 labels a request, every page read
+(docs/spec/cortexdb.md §8.2, §11.5).
 
 An item label is a digest, so every event found is checked against the envelope id before it counts.
 """

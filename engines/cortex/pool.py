@@ -17,7 +17,7 @@ CONNECT_TIMEOUT_S = 10.0
 
 
 def new_client() -> httpx.AsyncClient:
-    """A client that follows no redirect and ignores proxy variables (spec §4.1)."""
+    """A client that follows no redirect and ignores proxy variables (docs/spec/cortexdb.md §4.1)."""
     return httpx.AsyncClient(
         timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=min(CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S)),
         follow_redirects=False,

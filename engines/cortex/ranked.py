@@ -1,4 +1,5 @@
-"""`fetch` and `recall`: one exact pack per scope, merged rank by rank, and one answer (spec cortexdb §11.3, §11.4).
+"""`fetch` and `recall`: one exact pack per scope, merged rank by rank, and one answer (docs/spec/cortexdb.md §11.3,
+§11.4).
 
 Every pack is `view: "granular"` over one scope: a parent-scope pack is an unranked sample of its children in
 storage order, so it is never asked for. The answer is grounded on the pack that admitted the most events; a pack

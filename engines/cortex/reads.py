@@ -1,4 +1,4 @@
-"""`list`, `export` and `get` over the event listing (spec cortexdb §11.1, §11.2, §11.5).
+"""`list`, `export` and `get` over the event listing (docs/spec/cortexdb.md §11.1, §11.2, §11.5).
 
 A listing walks each scope the filter reads, newest first, skipping the copy the server emits of every event. An
 item held in several events (a conversation, a split document) is kept at its event 0, and completed from the

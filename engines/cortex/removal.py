@@ -1,4 +1,4 @@
-"""`forget` by `memory_ids` and `erase` by scope (spec cortexdb §11.6, §11.7).
+"""`forget` by `memory_ids` and `erase` by scope (docs/spec/cortexdb.md §11.6, §11.7).
 
 A forget names the events it removes and nothing else: an empty or unrecognised selector means the whole scope
 to the server, so the engine never sends one. An erase removes whole kind scopes, deepest first, and never a

@@ -1,4 +1,4 @@
-"""Which kind scopes a read, a forget or an erase touches (spec cortexdb §10.4).
+"""Which kind scopes a read, a forget or an erase touches (docs/spec/cortexdb.md §10.4).
 
 A reach without descendants names its nodes outright; a subtree reach, an unscoped read, a forget by id, an erase
 and an export discover nodes from the server's scope listing, which has no cursor: a listing of 1000 paths or

@@ -1,4 +1,5 @@
-"""The one HTTP client of a CortexDB engine: URLs, auth, the actor header, caps, retries and pauses (spec §4).
+"""The one HTTP client of a CortexDB engine: URLs, auth, the actor header, caps, retries and pauses
+(docs/spec/cortexdb.md §4).
 
 `Transport.send` makes one logical call: it resolves the credential inside every attempt, waits out a rate-limit
 pause, streams the answer under its cap and maps every failure to a contract error. Reads are retried after

@@ -1,4 +1,4 @@
-"""Waiting until written events can be read (spec cortexdb §8.4).
+"""Waiting until written events can be read (docs/spec/cortexdb.md §8.4).
 
 CortexDB makes an event searchable some time after accepting it and signals readiness nowhere, so the engine
 polls: the listing must show the scope's last written event (required: a scope's log is indexed in order, so the

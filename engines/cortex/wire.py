@@ -1,4 +1,4 @@
-"""The routes of both wires and typed readers of what they answer (spec cortexdb §5, §11.1, §13).
+"""The routes of both wires and typed readers of what they answer (docs/spec/cortexdb.md §5, §11.1, §13).
 
 `Wire` is the engine's only view of the server: one method per logical route, each sending through the
 `Transport` with the right retry class and reading the answer into plain data, so a malformed answer is an

@@ -1,4 +1,4 @@
-"""`store_many` on CortexDB: a batch costs a few requests, not a few per item (spec cortexdb §8).
+"""`store_many` on CortexDB: a batch costs a few requests, not a few per item (docs/spec/cortexdb.md §8).
 
 Every event of every item is encoded (and so size-checked) before the first request. Then, per kind scope: one
 label lookup finds what a replay already holds, the missing events are written without waiting, and one listing

@@ -1,4 +1,4 @@
-"""How the reference engine words a recall answer from its ranked hits (contract §17, "recall")."""
+"""How the reference engine words a recall answer from its ranked hits (docs/spec/contract.md §17, "recall")."""
 
 from __future__ import annotations
 

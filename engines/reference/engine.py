@@ -1,4 +1,4 @@
-"""`ReferenceEngine`: the in-memory engine that defines the contract's behaviour (contract §17)."""
+"""`ReferenceEngine`: the in-memory engine that defines the contract's behaviour (docs/spec/contract.md §17)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How the reference engine scores an item's text against a query (contract §17, "Scoring").
+"""How the reference engine scores an item's text against a query (docs/spec/contract.md §17, "Scoring").
 
 Deliberately simple and exact, so that any engine's tests can predict the reference's ranking:
 a keyword share over distinct words, and a 64-bucket character-trigram embedding compared by cosine.

@@ -1,9 +1,9 @@
 """A model's tool arguments: decoded, searched for host-fixed keys, checked against the tool's schema.
 
-Spec tools §4 steps 3–5 and §5. The checks walk the very schema `specs()` offers, so what a model is
-told and what it is held to cannot drift apart; the rules a schema cannot say (which strings must not
-be blank, the wording of each refusal, the rules across fields) are the tables below. Every refusal is
-an `InvalidRequestError` naming the tool and the dotted path of the field, so a model can correct it.
+docs/spec/tools-and-context.md §4 steps 3–5 and docs/spec/tools-and-context.md §5. The checks walk the very schema
+`specs()` offers, so what a model is told and what it is held to cannot drift apart; the rules a schema cannot say
+(which strings must not be blank, the wording of each refusal, the rules across fields) are the tables below. Every
+refusal is an `InvalidRequestError` naming the tool and the dotted path of the field, so a model can correct it.
 """
 
 from __future__ import annotations

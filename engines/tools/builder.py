@@ -1,4 +1,5 @@
-"""`RequestBuilder`: checked tool arguments made into the engine's requests and items (spec tools §6).
+"""`RequestBuilder`: checked tool arguments made into the engine's requests and items
+(docs/spec/tools-and-context.md §6).
 
 The scope decides what the model cannot: every filter's `reach` is the scope's whatever was asked,
 and a stored item's metadata is built here (place, agent source, the model's tags, the clock's time)

@@ -1,9 +1,9 @@
 """The context compiler: `context.md`, a token-budgeted markdown brief built from `recall` and `list`.
 
-Spec: tools-and-context.md, Part B (§8–§13). The compiler works on every engine: it asks one recall per
-brief, lists the learnings, renders the document with a frontmatter whose token count is its own, and
-trims it to the budget (learnings first, then the last brief). Contract errors from the engine cost a
-brief or the learnings, never the document; any other exception is a bug and propagates.
+Spec: tools-and-context.md, Part B (docs/spec/tools-and-context.md §8–§13). The compiler works on every engine: it asks
+one recall per brief, lists the learnings, renders the document with a frontmatter whose token count is its own, and
+trims it to the budget (learnings first, then the last brief). Contract errors from the engine cost a brief or the
+learnings, never the document; any other exception is a bug and propagates.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ class Brief(WireModel):
 
 
 def default_briefs() -> list[Brief]:
-    """The four briefs a `ContextSpec` asks by default, in the order the document shows them (§9)."""
+    """The four briefs a `ContextSpec` asks by default, in the order the document shows them
+    (docs/spec/tools-and-context.md §9)."""
     return [
         Brief(
             heading="About the user",
@@ -121,7 +122,7 @@ class ContextDoc(WireModel):
 async def compile_context(
     engine: MemoryEngine, spec: ContextSpec | None = None, *, now: datetime | None = None
 ) -> ContextDoc:
-    """Compile `context.md` from `engine` (§10).
+    """Compile `context.md` from `engine` (docs/spec/tools-and-context.md §10).
 
     Raises only `spec.check()`'s `InvalidRequestError` for a working engine: a brief whose recall fails
     with a contract error is skipped with a warning, and a failed learnings listing means no learnings.
@@ -155,7 +156,7 @@ class ContextCompiler:
         return await compile_context(self._engine, spec, now=now)
 
 
-# --- briefs and learnings (§10) ---------------------------------------------------------------------
+# --- briefs and learnings (docs/spec/tools-and-context.md §10) ------------------------------------------------------
 
 
 async def _ask_briefs(engine: MemoryEngine, spec: ContextSpec) -> list[Section]:

@@ -1,4 +1,4 @@
-"""Rendering `context.md` and trimming it to the token budget (tools-and-context.md §11, §12).
+"""Rendering `context.md` and trimming it to the token budget (docs/spec/tools-and-context.md §11, §12).
 
 Private to `engines.tools`: `engines.tools.context` gathers the sections and learnings, this module
 turns them into markdown whose frontmatter states its own token count.

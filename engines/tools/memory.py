@@ -1,4 +1,5 @@
-"""`MemoryTools`: the seven memory tools over any engine, under a scope the host fixes (spec tools §1–6)."""
+"""`MemoryTools`: the seven memory tools over any engine, under a scope the host fixes
+(docs/spec/tools-and-context.md §1–6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The seven tool names: frozen, since models and hosts address the tools by them (spec tools §1)."""
+"""The seven tool names: frozen, since models and hosts address the tools by them
+(docs/spec/tools-and-context.md §1)."""
 
 from __future__ import annotations
 

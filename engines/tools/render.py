@@ -1,4 +1,4 @@
-"""Tool results as the compact JSON a model reads (spec tools §6).
+"""Tool results as the compact JSON a model reads (docs/spec/tools-and-context.md §6).
 
 Only what helps a model is written: a hit's id, kind, text, score, confidence and a small subset of
 its metadata. The namespace is never written (the host fixed it), `null` never appears, scores are

@@ -1,4 +1,4 @@
-"""The frozen descriptions and JSON Schemas of the seven tools (spec tools §7), word for word.
+"""The frozen descriptions and JSON Schemas of the seven tools (docs/spec/tools-and-context.md §7), word for word.
 
 Models see these texts, and a fixture test freezes them: change one only on purpose, and bless the
 fixture again. Every builder returns new dicts, so a caller may change what it gets without harm.

@@ -1,4 +1,5 @@
-"""`ToolSpec`, one tool as a model sees it, and the list `MemoryTools.specs()` offers (spec tools §3)."""
+"""`ToolSpec`, one tool as a model sees it, and the list `MemoryTools.specs()` offers
+(docs/spec/tools-and-context.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Document conversion (sources-and-documents §10.5–10.8): bytes in, markdown out, or a contract error.
+"""Document conversion (docs/spec/sources-and-documents.md §10.5–10.8): bytes in, markdown out, or a contract error.
 
 `convert_document` runs the size check, sniffing and a `ConverterChain` in this process. `ConverterPool`
 runs the same in worker processes under a time limit and a memory ceiling, and is how a host converts files

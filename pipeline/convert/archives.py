@@ -1,4 +1,5 @@
-"""Zip-based documents (DOCX, XLSX, PPTX, EPUB) checked before any library opens them (§10.5 "Archives").
+"""Zip-based documents (DOCX, XLSX, PPTX, EPUB) checked before any library opens them
+(docs/spec/sources-and-documents.md §10.5 "Archives").
 
 Only the central directory is read here; nothing is inflated. The declared uncompressed sizes bound what
 a conversion can inflate because every library markitdown uses for these formats (mammoth, openpyxl,

@@ -1,4 +1,5 @@
-"""What conversion takes in (`RawDocument`) and gives back (`ConvertedDocument`), sources-and-documents §10.5."""
+"""What conversion takes in (`RawDocument`) and gives back (`ConvertedDocument`), 
+docs/spec/sources-and-documents.md §10.5."""
 
 from __future__ import annotations
 
@@ -49,8 +50,8 @@ class ConvertedDocument:
 
     Markdown, plain text and code are their bytes decoded, unchanged; everything else is what the
     converter made of it. A PDF's pages are separated by one form feed (U+000C) each, an empty page keeping
-    its place. `title` follows §10.6; `language` is set for code only; `source_size` is the input's length
-    in bytes; `metadata` says at least which converter ran (`{"converter": "native"}`).
+    its place. `title` follows docs/spec/sources-and-documents.md §10.6; `language` is set for code only; `source_size`
+    is the input's length in bytes; `metadata` says at least which converter ran (`{"converter": "native"}`).
     """
 
     markdown: str

@@ -1,4 +1,5 @@
-"""Library exceptions turned into the contract's errors, at the edge where the libraries are called (§10.8).
+"""Library exceptions turned into the contract's errors, at the edge where the libraries are called
+(docs/spec/sources-and-documents.md §10.8).
 
 A library failing on a damaged or hostile file is the document's fault: `InvalidRequestError`, never
 retried. Any other exception is the converter's own failure: `EngineError`. `MemoryError` is never

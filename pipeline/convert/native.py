@@ -11,7 +11,8 @@ _NATIVE_FORMATS = frozenset({DocumentFormat.MARKDOWN, DocumentFormat.PLAIN_TEXT,
 
 
 class NativeConverter:
-    """Markdown, plain text and code: the UTF-8 bytes decoded and nothing else (§10.5 "Native").
+    """Markdown, plain text and code: the UTF-8 bytes decoded and nothing else (docs/spec/sources-and-documents.md §10.5
+    "Native").
 
     No rewriting of a person's words or a program's meaning: line endings, trailing spaces and a byte order
     mark all survive, so encoding the markdown as UTF-8 gives back the input bytes. Bytes that are not UTF-8

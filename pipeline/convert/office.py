@@ -26,7 +26,8 @@ _WEB_SCHEMES = frozenset({"http", "https"})
 
 
 class OfficeConverter:
-    """PDF, Word, Excel (both), PowerPoint, EPUB, Outlook, notebooks, CSV, feeds and HTML (§10.5 "Office").
+    """PDF, Word, Excel (both), PowerPoint, EPUB, Outlook, notebooks, CSV, feeds and HTML
+    (docs/spec/sources-and-documents.md §10.5 "Office").
 
     Untrusted parsing: run it in a `ConverterPool` worker, which adds the time limit and the memory ceiling.
     Before any library sees the bytes, an archive's declared uncompressed size and a spreadsheet's dense

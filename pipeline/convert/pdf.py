@@ -1,4 +1,4 @@
-"""PDF text, page by page, with pdfminer.six (§10.5 "PDF").
+"""PDF text, page by page, with pdfminer.six (docs/spec/sources-and-documents.md §10.5 "PDF").
 
 markitdown's PDF converter joins pages without a mark, and the page breaks matter: the CortexDB engine splits
 large documents at them and cites pages by number. So the text layer is read here, one page at a time, with

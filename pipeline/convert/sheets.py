@@ -1,4 +1,5 @@
-"""The dense-cell cap on spreadsheets, checked before a spreadsheet library parses them (§10.5 "Spreadsheets").
+"""The dense-cell cap on spreadsheets, checked before a spreadsheet library parses them
+(docs/spec/sources-and-documents.md §10.5 "Spreadsheets").
 
 A workbook is dense once parsed: pandas materialises every cell from A1 to the last used row and column of
 each sheet, so a sheet with one cell in A1 and one in XFD1048576 costs seventeen billion cells. The cap is on

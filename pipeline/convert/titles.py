@@ -1,4 +1,4 @@
-"""A converted document's title (sources-and-documents §10.6)."""
+"""A converted document's title (docs/spec/sources-and-documents.md §10.6)."""
 
 from __future__ import annotations
 

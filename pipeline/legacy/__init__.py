@@ -8,17 +8,16 @@ by section in a fixed order: documents, chunks, conversations, learnings, profil
 one `StoreItem` whose source is `import` with the row's legacy id; every item is scrubbed before it is
 stored. Nothing is ever written to the workspace.
 
-    legacy_schema      opening read-only and detection (§2, §4)
-    legacy_values      reading column values and v1's JSON columns (§7)
-    legacy_mapping     namespace classes and the row → item mappings (§6, §7)
-    legacy_sections    each section in key order, counting skipped rows (§5)
-    legacy_paging      one pass over a table in key order, rows grouped by their exact keys (§5)
-    legacy_checkpoint  the resume point (§9)
-    legacy_workspace   `LegacyWorkspace`: items, items_from, counts (§1, §11)
-    legacy_batches     the batches a migration stores: scrubbed, placed, with their checkpoints (§10)
-    legacy_helper      the helper process that prepares batches while the engine stores (§10)
-    legacy_migrate     `migrate`, `migrate_with`, `MigrationFailed` (§10)
-    legacy_errors      the read failures (§8)
+    legacy_schema      opening read-only and detection (docs/spec/legacy-import.md §2, §4)
+    legacy_values      reading column values and v1's JSON columns (docs/spec/legacy-import.md §7)
+    legacy_mapping     namespace classes and the row → item mappings (docs/spec/legacy-import.md §6, §7)
+    legacy_sections    each section in key order, counting skipped rows (docs/spec/legacy-import.md §5)
+    legacy_paging one pass over a table in key order, rows grouped by their exact keys (docs/spec/legacy-import.md §5)
+    legacy_checkpoint the resume point (docs/spec/legacy-import.md §9) legacy_workspace `LegacyWorkspace`: items,
+    items_from, counts (docs/spec/legacy-import.md §1, §11) legacy_batches the batches a migration stores: scrubbed,
+    placed, with their checkpoints (docs/spec/legacy-import.md §10) legacy_helper the helper process that prepares
+    batches while the engine stores (docs/spec/legacy-import.md §10) legacy_migrate `migrate`, `migrate_with`,
+    `MigrationFailed` (docs/spec/legacy-import.md §10) legacy_errors the read failures (docs/spec/legacy-import.md §8)
 
 Other packages import these names from here only.
 """

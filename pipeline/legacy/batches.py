@@ -1,5 +1,5 @@
 """A migration's batches: runs of at most `MAX_STORE_MANY` items, each scrubbed and placed, with the checkpoint
-after its last item (spec legacy-import §10).
+after its last item (docs/spec/legacy-import.md §10).
 
 The same batches come from reading in place (`prepared_batches`) and from the helper process
 (`pipeline.legacy.helper`), which runs exactly this function.

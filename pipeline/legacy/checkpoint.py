@@ -1,4 +1,4 @@
-"""Where a legacy import stands: the last key read from each section (spec legacy-import §9).
+"""Where a legacy import stands: the last key read from each section (docs/spec/legacy-import.md §9).
 
 A `Checkpoint` is the resume point a host persists: every field is the key of the last item yielded from
 its section, and None until that section has yielded one, so `Checkpoint()` (`{}` on the wire) is the start.

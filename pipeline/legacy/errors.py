@@ -1,4 +1,4 @@
-"""The errors of reading a v1 TinyCortex workspace (spec legacy-import §8).
+"""The errors of reading a v1 TinyCortex workspace (docs/spec/legacy-import.md §8).
 
     LegacyImportError
     ├── LegacyNotFound       the workspace path is missing or not a directory

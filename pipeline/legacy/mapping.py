@@ -1,4 +1,4 @@
-"""From v1 rows to `StoreItem`s: namespace classes and the five section mappings (spec legacy-import §6, §7).
+"""From v1 rows to `StoreItem`s: namespace classes and the five section mappings (docs/spec/legacy-import.md §6, §7).
 
 Pure functions: a row (or a group of rows) in, an item or the reason it maps to nothing out. Every item is
 checked here as `store_many` will check it, so a row no engine would accept is skipped rather than failing

@@ -1,4 +1,4 @@
-"""Copying a v1 workspace into any engine, in batches through `store_many` (spec legacy-import §10).
+"""Copying a v1 workspace into any engine, in batches through `store_many` (docs/spec/legacy-import.md §10).
 
 One iterator runs the whole migration; each run of at most `MAX_STORE_MANY` items is scrubbed
 (`pipeline.scrub`, like every other item), stored, and only then does the checkpoint move to the run's last

@@ -1,4 +1,4 @@
-"""Opening a v1 workspace read-only and telling what it holds (spec legacy-import §2, §4).
+"""Opening a v1 workspace read-only and telling what it holds (docs/spec/legacy-import.md §2, §4).
 
 The databases are opened through a read-only URI with `query_only` on, so nothing here can write to them.
 What the probe finds becomes the select lists the sections read: an absent optional column is read as the

@@ -1,4 +1,4 @@
-"""Reading the five sections of a v1 workspace in key order (spec legacy-import §5).
+"""Reading the five sections of a v1 workspace in key order (docs/spec/legacy-import.md §5).
 
 Each section yields `(section, key, item)` for the rows that become items, in ascending key order, starting
 after the key it is given. A row that maps to nothing moves the scan on and is counted in `ReadStats` with

@@ -1,4 +1,4 @@
-"""Reading v1 column values: text, instants, numbers and the JSON columns (spec legacy-import §7).
+"""Reading v1 column values: text, instants, numbers and the JSON columns (docs/spec/legacy-import.md §7).
 
 Pure functions over what SQLite hands back. A v1 column may hold anything a broken or hostile writer put
 there (SQLite keeps a value's own type whatever the column says), so each function accepts any value and

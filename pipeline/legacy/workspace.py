@@ -1,5 +1,5 @@
 """`LegacyWorkspace`: an opened v1 workspace, its items in order with their checkpoints, and its counts
-(spec legacy-import §1, §5, §9, §11)."""
+(docs/spec/legacy-import.md §1, §5, §9, §11)."""
 
 from __future__ import annotations
 

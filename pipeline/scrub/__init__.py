@@ -6,7 +6,7 @@ the item's fingerprint afterwards. It prefers redacting a harmless string to let
 long-lived store, but leaves prose alone.
 
 Two rule sets. `Policy.spec_compatible()` (`RuleSet.SPEC`) is safety.md exactly, so item ids stay
-byte-identical with the Rust implementation; its §11 vectors are its tests. The default
+byte-identical with the Rust implementation; its docs/spec/safety.md §11 vectors are its tests. The default
 (`RuleSet.EXTENDED`) differs from it as follows; the tokens (`[REDACTED]`, `[REDACTED_PRIVATE_KEY]`,
 `[REDACTED_PII_<CLASS>]`), the stage order, the counters and the JSON walk are the same.
 

@@ -1,4 +1,4 @@
-"""Credit cards: Luhn, then the policy for bare digit runs (safety.md §6.6)."""
+"""Credit cards: Luhn, then the policy for bare digit runs (docs/spec/safety.md §6.6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The checksum and structural gates of the PII classes (safety.md §6.5).
+"""The checksum and structural gates of the PII classes (docs/spec/safety.md §6.5).
 
 Each gate takes the matched text of the normalised view and reads only its ASCII digits and letters, so a
 candidate that merely looks like an identifier is left alone. None raises on any input.

@@ -1,6 +1,6 @@
-"""The 19 PII classes of stage 4, in priority order (safety.md §6.4), each with its gate and checksum.
+"""The 19 PII classes of stage 4, in priority order (docs/spec/safety.md §6.4), each with its gate and checksum.
 
-Besides the spec's gate on text-wide facts (§6.3), which decides whether a class runs and so changes
+Besides the spec's gate on text-wide facts (docs/spec/safety.md §6.3), which decides whether a class runs and so changes
 results, each class has a hint: a regex every match of the class contains, starting with a digit. Most
 class patterns begin with `\\b` or a case-insensitive word, which give Python's regex engine no first
 character to skip ahead to, so each scan would cost a match attempt at every position; a hint starts with
@@ -53,7 +53,7 @@ class PiiClass:
     check: CandidateCheck
     token: str
     group: int  # the capturing classes replace only the digits, so the keyword stays visible
-    bare_numeric: bool  # left out of `has_likely_pii` (safety.md §6.9)
+    bare_numeric: bool  # left out of `has_likely_pii` (docs/spec/safety.md §6.9)
     narrow: SpanCheck | None = None  # when set, decides instead of `check` and may shorten the hit
     late_gate: Gate | None = None  # a costlier part of the gate (a keyword lookup), asked once a hint matched
 

@@ -1,7 +1,7 @@
 """The PII classes of the extended rules: safety.md's classes with their misses fixed, then phones through
 `phonenumbers` and national ids through `python-stdnum`.
 
-What changes against safety.md §6.4:
+What changes against docs/spec/safety.md §6.4:
 
 - Credit cards: a match ends on a digit, so the space after a card stays (`card [REDACTED_...] now`);
   a card is printed with four digits together at least, which the gate asks of the text.

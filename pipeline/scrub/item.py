@@ -1,4 +1,4 @@
-"""Scrubbing a memory item's free text before it is stored (safety.md §8).
+"""Scrubbing a memory item's free text before it is stored (docs/spec/safety.md §8).
 
 Only prose is rewritten. Identifiers (paths, repo, commit, thread and agent ids, roles, tool names, tags,
 the namespace) are left alone because filters match on them: rewriting one would make the item impossible

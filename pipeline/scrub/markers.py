@@ -2,7 +2,7 @@
 
 Shape matching misses one-time-secret links, whose key looks like nothing in particular, and bearer values
 shorter than the 8-character floor of shape 1. Both are found by their marker instead. The walk below is the
-spec's reference algorithm (safety.md §4), kept step for step because its quirks (text skipped between
+spec's reference algorithm (docs/spec/safety.md §4), kept step for step because its quirks (text skipped between
 continuation fragments is dropped) are part of the behaviour the Rust implementation has.
 """
 

@@ -1,4 +1,4 @@
-"""Scrubbing and probing free text: the four stages in order (safety.md §2) and the detection functions."""
+"""Scrubbing and probing free text: the four stages in order (docs/spec/safety.md §2) and the detection functions."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ OnePass = Callable[[str], "tuple[str, SanitizationReport | None]"]
 
 
 def _sanitize_once(text: str, policy: Policy) -> tuple[str, SanitizationReport | None]:
-    """The four stages of safety.md §2, in order, each on the previous one's output.
+    """The four stages of docs/spec/safety.md §2, in order, each on the previous one's output.
 
     Under the extended rules stage 3 is `_credentials` (URLs, vendor formats, values after secret-like
     names) instead of safety.md's 18 shapes, and stages 1, 2 and 4 run their extended variants.
@@ -57,7 +57,7 @@ def sanitize_text(text: str, policy: Policy = DEFAULT_POLICY) -> Sanitized[str]:
     """Remove private keys, credential values and personal identifiers from `text`; never raises.
 
     Scrubbing the result again changes nothing and reports nothing. One pass of the four stages, which is
-    all safety.md §2 describes, does not promise that: a value a stage consumed can hide a second marker,
+    all docs/spec/safety.md §2 describes, does not promise that: a value a stage consumed can hide a second marker,
     and a checksum-failing candidate can hide a valid identifier, until a later redaction uncovers them.
     So the stages repeat until a pass finds nothing, which costs one extra pass on the texts that had
     something to redact, and the report sums the passes. Every pass that changes the text removes some of
@@ -88,7 +88,7 @@ def _until_stable(one_pass: OnePass, text: str, found: SanitizationReport | None
 
 
 def redact_credential_markers(text: str) -> str:
-    """Stage 2 alone, as safety.md §4 has it: replace the values after `/secret/` and `Bearer `.
+    """Stage 2 alone, as docs/spec/safety.md §4 has it: replace the values after `/secret/` and `Bearer `.
 
     Returns the same object, uncopied, when neither marker occurs.
     """

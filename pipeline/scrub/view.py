@@ -1,5 +1,5 @@
-"""The matching view of stage 4: folded digits and dashes, zero-width characters removed (safety.md §6.2),
-with the map back to the original text, and the text-wide facts the class gates read (§6.3)."""
+"""The matching view of stage 4: folded digits and dashes, zero-width characters removed (docs/spec/safety.md §6.2),
+with the map back to the original text, and the text-wide facts the class gates read (docs/spec/safety.md §6.3)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ _MY_NUMBER_NEEDLES = ("マイナンバー", "個人番号")
 
 
 class TextFacts:
-    """What the class gates ask of a view: ASCII characters only, as safety.md §6.3 says.
+    """What the class gates ask of a view: ASCII characters only, as docs/spec/safety.md §6.3 says.
 
     The digit counts are computed at once; the rest are cheap searches a gate runs when it asks.
     """

@@ -1,4 +1,4 @@
-"""Deliberately broken engines, one per row of contract §18.8, to prove the conformance suite can fail.
+"""Deliberately broken engines, one per row of docs/spec/contract.md §18.8, to prove the conformance suite can fail.
 
 Each wrapper subclasses `DelegatingEngine` and overrides only the behaviour it breaks; rows 20 to 25
 live in `broken_removal.py`. `BROKEN` tables each wrapper with the check that must be the first to fail.
@@ -326,7 +326,7 @@ class SharedHandle(DelegatingEngine):
 
 @dataclass(frozen=True)
 class Breakage:
-    """One row of contract §18.8: the wrapper, and the check that must be the first to fail."""
+    """One row of docs/spec/contract.md §18.8: the wrapper, and the check that must be the first to fail."""
 
     number: int
     wrapper: type[DelegatingEngine]

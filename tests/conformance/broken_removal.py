@@ -1,4 +1,4 @@
-"""Broken engines of contract §18.8 that remove wrongly: rows 20 to 25 (forget and erase)."""
+"""Broken engines of docs/spec/contract.md §18.8 that remove wrongly: rows 20 to 25 (forget and erase)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The conformance suite catches every broken engine of contract §18.8 in the check the table names."""
+"""The conformance suite catches every broken engine of docs/spec/contract.md §18.8 in the check the table names."""
 
 from __future__ import annotations
 

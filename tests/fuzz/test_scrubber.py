@@ -41,7 +41,7 @@ PROSE = st.lists(st.tuples(_words, st.sampled_from(_PUNCTUATION)), max_size=30).
     lambda pairs: "".join(word + gap for word, gap in pairs)
 )
 
-# One valid value of each personal identifier class of safety.md §6.4 and the part of it that must not
+# One valid value of each personal identifier class of docs/spec/safety.md §6.4 and the part of it that must not
 # survive (for the keyword classes, the number after the keyword).
 PLANTED_PII: dict[str, tuple[str, str]] = {
     "cpf": ("529.982.247-25", "529.982.247-25"),
@@ -162,7 +162,7 @@ def test_json_scrub_never_raises_is_idempotent_and_never_grows(value: Any) -> No
         twice = sanitize_json(once.value, policy)
         assert _dumped(twice.value) == _dumped(once.value)
         assert len(_dumped(twice.value)) <= len(_dumped(once.value))
-        # safety.md §7 counts a sensitive member and a cut subtree whatever they already hold, so a second
+        # docs/spec/safety.md §7 counts a sensitive member and a cut subtree whatever they already hold, so a second
         # pass counts the `[REDACTED_SECRET]` it left in place again; no text is replaced twice.
         again = twice.report
         assert (again.blocked_secret_hits, again.text_redactions, again.pii_redactions) == (0, 0, 0)
@@ -173,7 +173,7 @@ def test_json_scrub_never_raises_is_idempotent_and_never_grows(value: Any) -> No
 
 
 def _identity(item: Document | Conversation | Learning) -> dict[str, Any]:
-    """What scrubbing never rewrites: the item's metadata but its URL (safety.md §8)."""
+    """What scrubbing never rewrites: the item's metadata but its URL (docs/spec/safety.md §8)."""
     return item.meta.model_dump(mode="json", exclude={"url"})
 
 

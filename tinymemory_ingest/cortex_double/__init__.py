@@ -4,7 +4,7 @@
     with serve(double) as base_url:                          # uvicorn on 127.0.0.1, ephemeral port
         engine = CortexEngine(CortexWire.DIRECT, base_url, EngineCredential.of("test-key"), timing=Timing.fast())
 
-It reproduces the server behaviours and quirks the engine is shaped around (spec cortexdb §13), keeps a request
+It reproduces the server behaviours and quirks the engine is shaped around (docs/spec/cortexdb.md §13), keeps a request
 log (`double.requests`) and offers fault injection (`double.faults`).
 """
 

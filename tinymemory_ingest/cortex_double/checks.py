@@ -1,4 +1,4 @@
-"""What the double refuses, with CortexDB's own statuses and codes (spec cortexdb §13.5).
+"""What the double refuses, with CortexDB's own statuses and codes (docs/spec/cortexdb.md §13.5).
 
 A refusal is raised with the Direct server's status and code; the hosted wire relays it through the backend's
 table (`relayed`), as the real backend does.
@@ -31,7 +31,7 @@ class RefusalError(Exception):
         self.status, self.code, self.message, self.details = status, code, message, details
 
     def relayed(self) -> RefusalError:
-        """The refusal as the hosted backend relays it (spec §13.11)."""
+        """The refusal as the hosted backend relays it (docs/spec/cortexdb.md §13.11)."""
         if self.status in (401, 403):
             return RefusalError(502, "UPSTREAM_UNAVAILABLE", self.message)
         table = {

@@ -1,4 +1,5 @@
-"""`DoubleConfig`: what the CortexDB double reproduces, with a switch wherever server versions differ (§13.2)."""
+"""`DoubleConfig`: what the CortexDB double reproduces, with a switch wherever server versions differ
+(docs/spec/cortexdb.md §13.2)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class ManualClock:
 
 @dataclass
 class DoubleConfig:
-    """One double serves one wire. Fields follow spec cortexdb §13.2; `tenants` maps a bearer to its own tenant
+    """One double serves one wire. Fields follow docs/spec/cortexdb.md §13.2; `tenants` maps a bearer to its own tenant
     prefix on the hosted wire (any other bearer is `tenant_prefix`), so two accounts can share one double."""
 
     wire: Literal["direct", "hosted"] = "direct"

@@ -1,4 +1,5 @@
-"""The server behind both wires of the double: writes, listings, forgets, erasures and scopes (spec §13.3-13.10).
+"""The server behind both wires of the double: writes, listings, forgets, erasures and scopes
+(docs/spec/cortexdb.md §13.3-13.10).
 
 Every operation takes stored scope paths (the hosted wire re-roots under the tenant before calling) and raises a
 `RefusalError` with the Direct status and code. Callers hold the double's lock.

@@ -1,4 +1,4 @@
-"""The double's Direct wire: CortexDB's own `/v1/*` routes (spec cortexdb §13.4)."""
+"""The double's Direct wire: CortexDB's own `/v1/*` routes (docs/spec/cortexdb.md §13.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`CortexDouble`: an in-memory CortexDB served over real HTTP, with a request log and fault injection (§13).
+"""`CortexDouble`: an in-memory CortexDB served over real HTTP, with a request log and fault injection
+(docs/spec/cortexdb.md §13).
 
 State lives in the object, behind one lock, so a test can inspect and steer it while the server runs in another
 thread. The control routes under `/__double__/` (never under `/v1` or `/memory`, and without authentication)

@@ -1,4 +1,4 @@
-"""Fault injection for the CortexDB double (spec cortexdb §13.12), steered in process or over HTTP.
+"""Fault injection for the CortexDB double (docs/spec/cortexdb.md §13.12), steered in process or over HTTP.
 
 Each rule may be limited to paths by a glob (`match="v1/events*"`, without the leading slash) and to a method.
 A rule with a count is used up by that many matching requests; `delay` without a count holds every match.

@@ -1,4 +1,4 @@
-"""The double's hosted wire: CortexDB behind the TinyHumans backend, `/memory/*` (spec cortexdb §13.11).
+"""The double's hosted wire: CortexDB behind the TinyHumans backend, `/memory/*` (docs/spec/cortexdb.md §13.11).
 
 The backend wraps every answer in `{"success", "data"}`, relays the server's refusals through its own table,
 re-roots every scope under the caller's tenant, takes an `Idempotency-Key` claim before anything else happens to

@@ -1,4 +1,5 @@
-"""The double's state: an append-only event log with its indexes, body keys, packs and erasures (spec §13.3).
+"""The double's state: an append-only event log with its indexes, body keys, packs and erasures
+(docs/spec/cortexdb.md §13.3).
 
 Nothing is updated in place but the `removed` flag. With a data file every change is appended to it as one JSON
 line, and a double started on the same file replays them, so a restarted double keeps its log.

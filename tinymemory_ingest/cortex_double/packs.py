@@ -1,4 +1,4 @@
-"""Recall packs and answers of the double (spec cortexdb §13.7, §13.8).
+"""Recall packs and answers of the double (docs/spec/cortexdb.md §13.7, §13.8).
 
 Ranking is plain word overlap: the number of distinct query words (letters and digits, at least 3 characters) an
 event holds, best first, newest first among equals; events without a match follow. Packs live `pack_ttl_s` and

@@ -1,4 +1,4 @@
-"""The shared splitter against cortexdb §9: worked examples, edge cases, and a literal transcription of the
+"""The shared splitter against docs/spec/cortexdb.md §9: worked examples, edge cases, and a literal transcription of the
 spec's reference algorithm as the oracle for property tests."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from engines.chunking import (
     split,
 )
 
-# --- The reference algorithm of §9.3–9.5, transcribed literally (quadratic; small inputs only). ---
+# --- The reference algorithm of docs/spec/cortexdb.md §9.3–9.5, transcribed literally (quadratic: small inputs) ---
 
 
 def ref_heading(rest: str) -> str | None:
@@ -201,7 +201,7 @@ def test_escaped_len_sums_mixed_text() -> None:
 
 @given(st.text())
 def test_escaped_len_is_compact_json_length(text: str) -> None:
-    # json.dumps with ensure_ascii=False writes exactly the escapes §9.2 prices.
+    # json.dumps with ensure_ascii=False writes exactly the escapes docs/spec/cortexdb.md §9.2 prices.
     assert escaped_len(text) == len(json.dumps(text, ensure_ascii=False).encode()) - 2
 
 
@@ -239,7 +239,7 @@ def test_heading_title(rest: str, title: str | None) -> None:
     assert heading_title(rest) == ref_heading(rest)
 
 
-# --- Worked example A (§9.6) ---
+# --- Worked example A (docs/spec/cortexdb.md §9.6) ---
 
 EXAMPLE_A = "Preface text.\n\f# Alpha\n" + "a" * 30 + "\n\n" + "b" * 30 + "\n## Beta\nshort beta\n\f\f  \n" + "c" * 50
 
@@ -281,7 +281,7 @@ def test_example_a_pieces() -> None:
     assert pieces == ref_split(EXAMPLE_A, 20, 60, 200)
 
 
-# --- Worked example B (§9.7) ---
+# --- Worked example B (docs/spec/cortexdb.md §9.7) ---
 
 LINE = "x" * 99 + "\n"
 EXAMPLE_B_OVERHEAD = 1007
@@ -309,7 +309,7 @@ def test_example_b_headings() -> None:
     ]
 
 
-# --- The one-piece case and the parameter edges of §9.3 ---
+# --- The one-piece case and the parameter edges of docs/spec/cortexdb.md §9.3 ---
 
 
 @pytest.mark.parametrize(

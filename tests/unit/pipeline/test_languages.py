@@ -1,4 +1,4 @@
-"""`language_for_path` against the tables of sources-and-documents §10.4."""
+"""`language_for_path` against the tables of docs/spec/sources-and-documents.md §10.4."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ EXTENSIONS = [
     ("xml", "xml"),
 ]
 
-# Formats of §10.1 and their sniffing extensions: never a language.
+# Formats of docs/spec/sources-and-documents.md §10.1 and their sniffing extensions: never a language.
 DOCUMENT_EXTENSIONS = ["md", "markdown", "mdown", "txt", "text", "log", "html", "htm", "xhtml", "pdf"]
 DOCUMENT_EXTENSIONS += ["docx", "xlsx", "xlsm", "pptx", "doc", "xls", "ppt", "bin"]
 

@@ -1,4 +1,5 @@
-"""`sniff` and the zip central-directory reader against sources-and-documents §10.1–10.3 and the added formats."""
+"""`sniff` and the zip central-directory reader against docs/spec/sources-and-documents.md §10.1–10.3 and the added
+formats."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ PPTX_ZIP = make_zip("[Content_Types].xml", "ppt/presentation.xml", "ppt/slides/s
 MIXED_ZIP = make_zip("word/document.xml", "xl/workbook.xml")
 PLAIN_ZIP = make_zip("readme.txt", "src/main.py")
 
-# --- §10.1 ---
+# --- docs/spec/sources-and-documents.md §10.1 ---
 
 
 @pytest.mark.parametrize(
@@ -76,7 +77,7 @@ def test_there_are_the_spec_nine_and_nine_more() -> None:
     assert len(DocumentFormat) == 18
 
 
-# --- §10.3: the central directory ---
+# --- docs/spec/sources-and-documents.md §10.3: the central directory ---
 
 
 @pytest.mark.parametrize(
@@ -146,7 +147,7 @@ def test_an_eocd_beyond_the_scan_window_is_not_found() -> None:
     assert _zip_kind(XLSX_ZIP + b"\x00" * 65_535) == F.XLSX
 
 
-# --- §10.2 rule 1: zip ---
+# --- docs/spec/sources-and-documents.md §10.2 rule 1: zip ---
 
 
 @pytest.mark.parametrize(

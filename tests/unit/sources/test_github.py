@@ -1,5 +1,6 @@
-"""The GitHub source against a fake GitHub on loopback: URLs, configuration, selection, deltas, the spec §7.4
-bodies, and GitHub's refusals (rate limits, 404, 401, broken answers) as contract errors."""
+"""The GitHub source against a fake GitHub on loopback: URLs, configuration, selection, deltas, the
+docs/spec/sources-and-documents.md §7.4 bodies, and GitHub's refusals (rate limits, 404, 401, broken answers) as
+contract errors."""
 
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ def test_web_urls_are_derived_from_the_api_url(api: str, web: str) -> None:
     assert web_origin(api) == web
 
 
-# -- the spec §7.4 bodies ---------------------------------------------------------------------------------------
+# -- the docs/spec/sources-and-documents.md §7.4 bodies --------------------------------------------------------------
 
 
 def test_commit_body_is_the_spec_template() -> None:

@@ -1,4 +1,5 @@
-"""The SSRF guard: spec §9.7's hostile URL table row by row, pinning, rebinding, redirects, caps and timeouts.
+"""The SSRF guard: docs/spec/sources-and-documents.md §9.7's hostile URL table row by row, pinning, rebinding,
+redirects, caps and timeouts.
 
 DNS is the spec's stub resolver and the network an `httpx.MockTransport` that records where each request was
 really sent (the pinned IP literal), except where a real loopback socket is the point.
@@ -90,7 +91,7 @@ def client(dns: StubDNS, network: Network) -> Iterator[GuardedClient]:
         yield guarded
 
 
-# -- spec §9.7, row by row ---------------------------------------------------------------------------------
+# -- docs/spec/sources-and-documents.md §9.7, row by row -------------------------------------------------------------
 
 # (row, url, connected to, name looked up) for the allowed rows 1-10; IP literals never reach the resolver.
 ALLOWED = [

@@ -107,7 +107,7 @@ def versions(reader: RssReader, known: dict[str, str] | None = None) -> dict[str
     return {unit.id: unit.version for unit in reader.list_units_since(known or {}).units}
 
 
-# -- parsing: ids, titles, links, bodies and timestamps by the spec §6 table -----------------------------------
+# -- parsing: ids, titles, links, bodies and timestamps by the docs/spec/sources-and-documents.md §6 table -----------
 
 
 def test_rss_ids_are_the_guid_else_the_link_else_the_index() -> None:

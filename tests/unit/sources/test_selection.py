@@ -1,4 +1,4 @@
-"""The pure selection rules: spec §3 globs, default ignores, `.gitignore` precedence."""
+"""The pure selection rules: docs/spec/sources-and-documents.md §3 globs, default ignores, `.gitignore` precedence."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from sources.selection import (
     parse_gitignore,
 )
 
-# (pattern, paths it matches, paths it does not match): spec §3 matches the whole relative path.
+# (pattern, paths it matches, paths it does not match): docs/spec/sources-and-documents.md §3 matches the whole relative
+# path.
 GLOB_VECTORS: list[tuple[str, list[str], list[str]]] = [
     ("*.md", ["a.md", ".md"], ["docs/a.md", "a.mdx", "a.md/b"]),
     ("**/*.md", ["a.md", "docs/a.md", "x/y/z.md"], ["a.txt", "docs/a.md.bak"]),

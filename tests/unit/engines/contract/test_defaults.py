@@ -1,4 +1,4 @@
-"""The `MemoryEngine` defaults and listing-based helpers (contract §14, §15), on an engine that
+"""The `MemoryEngine` defaults and listing-based helpers (docs/spec/contract.md §14, §15), on an engine that
 implements only the abstract methods."""
 
 from __future__ import annotations

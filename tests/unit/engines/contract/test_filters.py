@@ -1,4 +1,4 @@
-"""`MetaFilter` matching, facets, redacted ids and phone-number detection (contract §11, §16)."""
+"""`MetaFilter` matching, facets, redacted ids and phone-number detection (docs/spec/contract.md §11, §16)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from engines.contract import (
     parse_item,
 )
 
-# contract.md §6.4: (input, canonical bytes, byte count, id)
+# docs/spec/contract.md §6.4: (input, canonical bytes, byte count, id)
 WORKED_EXAMPLES = [
     (
         '{"type":"learning","text":"prefers tabs over spaces","kind":"preference","confidence":0.8,'
@@ -132,7 +132,7 @@ def test_derive_false_is_identity() -> None:
     assert plain.fingerprint() != quiet.fingerprint()
 
 
-# contract.md §6.3 layout table and prose examples.
+# docs/spec/contract.md §6.3 layout table and prose examples.
 F32_VECTORS = [
     (0.0, "0.0"),
     (-0.0, "-0.0"),

@@ -30,7 +30,7 @@ def both(at: Namespace) -> Reach:
     return Reach(at=at, inherit=True, descendants=True)
 
 
-# contract.md §10.3
+# docs/spec/contract.md §10.3
 ADMITS_TABLE = [
     (Reach.of(W), "RTW"),
     (Reach.of(E), "RTE"),
@@ -57,7 +57,7 @@ def test_no_reach_reads_the_root_subtree_without_sandboxes() -> None:
     assert "".join(name for name, ns in TREE.items() if Reach.admitted_by(None, ns)) == "RTWHE"
 
 
-# contract.md §10.4
+# docs/spec/contract.md §10.4
 WITHIN_TABLE = [
     (Reach.exact(W), Reach.of(W), True),
     (Reach.of(W), Reach.of(W), True),

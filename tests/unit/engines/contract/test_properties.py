@@ -220,7 +220,7 @@ def _host_ids(rng: random.Random, count: int) -> set[str]:
 @settings(max_examples=5, deadline=None)
 @given(st.integers(0, 2**32))
 def test_sanitized_never_collides_for_distinct_inputs(seed: int) -> None:
-    # "" and "_" are the one accepted collision (contract §9.3).
+    # "" and "_" are the one accepted collision (docs/spec/contract.md §9.3).
     sample = _host_ids(random.Random(seed), 40_000) - {"_"}
     sanitized = {Segment.sanitized(SegmentKind.USER, raw).id for raw in sample}
     assert len(sanitized) == len(sample)

@@ -109,7 +109,7 @@ SEED_API_EXAMPLES: list[tuple[type[BaseModel], str, dict[str, Any]]] = [
     (EngineHealth, '{ "state": "down", "reason": "connection refused" }', {}),
 ]
 
-# The wire samples of contract.md §12.
+# The wire samples of docs/spec/contract.md §12.
 CONTRACT_REQUEST_EXAMPLES: list[tuple[type[BaseModel], str]] = [
     (
         FetchRequest,
@@ -135,7 +135,7 @@ CONTRACT_REQUEST_EXAMPLES: list[tuple[type[BaseModel], str]] = [
     ),
 ]
 
-# The item examples of contract.md §5.2 and the inputs of §6.4.
+# The item examples of docs/spec/contract.md §5.2 and the inputs of docs/spec/contract.md §6.4.
 ITEM_EXAMPLES = [
     '{"type":"document","title":"Ownership","body":{"text":"Ownership moves values."},"mime":"text/markdown",'
     '"meta":{"file_path":"/notes/rust/ownership.md","language":"en","source":{"kind":"folder","id":"notes"}}}',
@@ -163,7 +163,7 @@ def test_contract_samples_round_trip(model: type[BaseModel], wire: str) -> None:
 @pytest.mark.parametrize("wire", ITEM_EXAMPLES)
 def test_item_examples_round_trip_and_keep_key_order(wire: str) -> None:
     item = parse_item(wire)
-    # Key order matters here too: the tag first, then declaration order (contract §4 rules 7, 13).
+    # Key order matters here too: the tag first, then declaration order (docs/spec/contract.md §4 rules 7, 13).
     assert item.model_dump_json() == wire
     assert parse_item(json.loads(wire)) == item
 

@@ -1,4 +1,4 @@
-"""The reference engine's own rules (contract §17): scoring, cursors, recall wording, forget and erase."""
+"""The reference engine's own rules (docs/spec/contract.md §17): scoring, cursors, recall wording, forget and erase."""
 
 from __future__ import annotations
 

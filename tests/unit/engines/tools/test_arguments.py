@@ -1,4 +1,5 @@
-"""Every argument rule of spec tools §4–5, with its exact message, refused before the engine is called."""
+"""Every argument rule of docs/spec/tools-and-context.md §4–5, with its exact message, refused before the engine is
+called."""
 
 from __future__ import annotations
 

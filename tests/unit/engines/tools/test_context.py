@@ -1,4 +1,5 @@
-"""The context compiler (tools-and-context.md Part B): the worked example of §13 exactly, then each rule of §8–§12."""
+"""The context compiler (tools-and-context.md Part B): the worked example of docs/spec/tools-and-context.md §13 exactly,
+then each rule of docs/spec/tools-and-context.md §8–§12."""
 
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ SEP_1 = datetime(2026, 9, 1, 12, tzinfo=UTC)
 
 
 def example_engine() -> ScriptedEngine:
-    """§13's engine: two kept briefs, one with no citations, one unavailable; four learnings listed unordered."""
+    """docs/spec/tools-and-context.md §13's engine: two kept briefs, one with no citations, one unavailable; four
+    learnings listed unordered."""
     about, active, prefs, recent = (brief.question for brief in default_briefs())
     outcomes: dict[str, Outcome] = {
         about: answer(ABOUT, "a1f0", "b2e1"),
@@ -178,7 +180,8 @@ async def test_worked_example_at_80_tokens_drops_learnings_then_shortens_the_las
     ],
 )
 async def test_worked_example_trimming_steps_drop_the_last_learning_first(budget: int, refs: list[str]) -> None:
-    # §13's table: 121 -> 110 -> 97 -> 85 tokens as the learnings go one by one, from the end.
+    # docs/spec/tools-and-context.md §13's table: 121 -> 110 -> 97 -> 85 tokens as the learnings go one by one, from the
+    # end.
     markdown, tokens, got_refs = await compile_example(budget)
     assert (tokens, got_refs) == (budget, refs)
     assert markdown.endswith(PREFS + "\n") == (budget == 85)

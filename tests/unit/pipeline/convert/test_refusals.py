@@ -1,4 +1,5 @@
-"""Every refusal and failure of conversion, with its contract error and its message (§10.5, §10.8)."""
+"""Every refusal and failure of conversion, with its contract error and its message
+(docs/spec/sources-and-documents.md §10.5, §10.8)."""
 
 from __future__ import annotations
 

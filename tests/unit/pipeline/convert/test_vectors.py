@@ -1,4 +1,5 @@
-"""Every format's conversion against the shared vector table, PDF page breaks, titles (§10.6) and passthrough."""
+"""Every format's conversion against the shared vector table, PDF page breaks, titles
+(docs/spec/sources-and-documents.md §10.6) and passthrough."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def test_a_single_page_has_no_break() -> None:
     assert "\f" not in convert_document(RawDocument(pdf_bytes(["only page"]), filename="one.pdf")).markdown
 
 
-# --- titles (§10.6) ---
+# --- titles (docs/spec/sources-and-documents.md §10.6) ---
 
 
 def title_of(data: bytes, filename: str | None = "doc.md", origin: str | None = None) -> str | None:

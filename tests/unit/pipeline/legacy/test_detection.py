@@ -1,4 +1,4 @@
-"""Opening and detection (spec legacy-import §4): each refusal's message, a chunks-only workspace, the
+"""Opening and detection (docs/spec/legacy-import.md §4): each refusal's message, a chunks-only workspace, the
 optional chunk store, and what `counts()` reports."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Each row → item rule of spec legacy-import §6 and §7, asserted field by field on the sample workspace, in
+"""Each row → item rule of docs/spec/legacy-import.md §6 and §7, asserted field by field on the sample workspace, in
 the newest and the early v1 form."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checkpoints, resume and `migrate` into the reference engine (spec legacy-import §9, §10, §12)."""
+"""Checkpoints, resume and `migrate` into the reference engine (docs/spec/legacy-import.md §9, §10, §12)."""
 
 from __future__ import annotations
 

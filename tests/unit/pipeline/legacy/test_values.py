@@ -1,4 +1,4 @@
-"""Reading v1 column values (spec legacy-import §7, value conversions): a table of vectors per function."""
+"""Reading v1 column values (docs/spec/legacy-import.md §7, value conversions): a table of vectors per function."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scrubbing a memory item (safety.md §8): which fields are rewritten, which are never touched."""
+"""Scrubbing a memory item (docs/spec/safety.md §8): which fields are rewritten, which are never touched."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""JSON scrubbing (safety.md §7): member names, the depth cap, strings as text, everything else as is."""
+"""JSON scrubbing (docs/spec/safety.md §7): member names, the depth cap, strings as text, everything else as is."""
 
 from __future__ import annotations
 

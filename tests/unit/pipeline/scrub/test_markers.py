@@ -1,4 +1,4 @@
-"""Stage 2, credential markers (safety.md §4): the floors, the aggressive spelling and the continuation walk.
+"""Stage 2, credential markers (docs/spec/safety.md §4): the floors, the aggressive spelling and the continuation walk.
 
 The spec's reference algorithm is transcribed below as an oracle; the implementation walks offsets into
 the whole text instead of slicing, and must agree with it on any text.
@@ -14,7 +14,7 @@ from pipeline.scrub import redact_credential_markers, sanitize_text
 from pipeline.scrub.markers import redact_markers
 from pipeline.scrub.needles import FoldedText
 
-# --- The spec's pseudocode, kept as close to the text of §4 as Python allows. ---------------------------
+# --- The spec's pseudocode, kept as close to the text of docs/spec/safety.md §4 as Python allows. --------------------
 
 _TOKEN = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+/~=")
 _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")

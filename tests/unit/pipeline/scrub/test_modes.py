@@ -1,8 +1,8 @@
 """The two rule sets side by side: where the extended default departs from safety.md's vectors, and why.
 
-Every §11 vector holds under `Policy.spec_compatible()` (test_scrub_vectors). Under the default, each
-either holds too or is listed here with what the extended rules make of it; a change to either rule set
-that moves a vector shows up as a failure of this table.
+Every docs/spec/safety.md §11 vector holds under `Policy.spec_compatible()` (test_scrub_vectors). Under the default,
+each either holds too or is listed here with what the extended rules make of it; a change to either rule set that moves
+a vector shows up as a failure of this table.
 """
 
 from __future__ import annotations

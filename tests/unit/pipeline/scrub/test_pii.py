@@ -1,4 +1,5 @@
-"""Stage 4, personal identifiers: every class, its checksum gate and its text-wide gate (safety.md §6.3-6.5)."""
+"""Stage 4, personal identifiers: every class, its checksum gate and its text-wide gate
+(docs/spec/safety.md §6.3-6.5)."""
 
 from __future__ import annotations
 
@@ -102,8 +103,8 @@ PII_VECTORS = [
     ("rfc ÑA&5610311A1", "rfc [REDACTED_PII_RFC]"),
     ("rfc GOD561231GR8", "rfc [REDACTED_PII_RFC]"),
     ("pan abcde1234f", "pan [REDACTED_PII_PAN_IN]"),
-    # Case-insensitive [A-Z] also takes ſ (U+017F) and K (U+212A), as in Rust (§10); Python's `re` also
-    # takes İ (U+0130) and ı (U+0131). Format-only classes keep them; checked classes refuse non-ASCII.
+    # Case-insensitive [A-Z] also takes ſ (U+017F) and K (U+212A), as in Rust (docs/spec/safety.md §10); Python's `re`
+    # also takes İ (U+0130) and ı (U+0131). Format-only classes keep them; checked classes refuse non-ASCII.
     ("pan ſbcde1234f", "pan [REDACTED_PII_PAN_IN]"),
     ("pan \u212abcde1234f", "pan [REDACTED_PII_PAN_IN]"),
     ("pan \u0131bcde1234f", "pan [REDACTED_PII_PAN_IN]"),
@@ -194,7 +195,7 @@ def test_checksum(check: Callable[[str], bool], text: str, expected: bool) -> No
     assert check(text) is expected
 
 
-# --- Class gates (safety.md §6.3). -------------------------------------------------------------------------
+# --- Class gates (docs/spec/safety.md §6.3). -------------------------------------------------------------------------
 
 # (class, a text that opens its gate, a text that keeps it closed)
 GATE_VECTORS = [

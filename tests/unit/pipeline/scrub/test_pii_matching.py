@@ -1,5 +1,6 @@
-"""Stage 4 mechanics: the normalised view and its map (safety.md §6.2), overlaps and splicing (§6.8), the
-card policy (§6.6), and the hints that let a class scan be skipped."""
+"""Stage 4 mechanics: the normalised view and its map (docs/spec/safety.md §6.2), overlaps and splicing
+(docs/spec/safety.md §6.8), the card policy (docs/spec/safety.md §6.6), and the hints that let a class scan be
+skipped."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stages 1 and 3: private-key blocks and the 18 credential shapes (safety.md §3, §5), and the needle
+"""Stages 1 and 3: private-key blocks and the 18 credential shapes (docs/spec/safety.md §3, §5), and the needle
 pre-checks that let a scan be skipped."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The public surface of `pipeline.scrub` (safety.md §1, plus `RuleSet`), the policy and the report (§9)."""
+"""The public surface of `pipeline.scrub` (docs/spec/safety.md §1, plus `RuleSet`), the policy and the report
+(docs/spec/safety.md §9)."""
 
 from __future__ import annotations
 

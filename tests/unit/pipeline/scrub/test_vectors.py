@@ -1,4 +1,4 @@
-"""The test vectors of safety.md §11, as tables reused by several tests: the behaviour of
+"""The test vectors of docs/spec/safety.md §11, as tables reused by several tests: the behaviour of
 `Policy.spec_compatible()`, which must match the Rust implementation byte for byte."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def nonzero(report: SanitizationReport) -> dict[str, int]:
     return {f.name: getattr(report, f.name) for f in fields(report) if getattr(report, f.name)}
 
 
-# §11.1: sanitize_text with safety.md's default policy; the last column lists the non-zero counters.
+# docs/spec/safety.md §11.1: sanitize_text with safety.md's default policy; the last column lists the non-zero counters.
 TEXT_VECTORS = [
     TextVector(
         1,
@@ -263,7 +263,7 @@ TEXT_VECTORS = [
     TextVector(74, "a date is not PII", "order 2026-01-02 shipped", "order 2026-01-02 shipped", {}),
 ]
 
-# §11.2: the same input under both policies.
+# docs/spec/safety.md §11.2: the same input under both policies.
 POLICY_VECTORS = [
     ("card 4111111111111111 now", "card [REDACTED_PII_CREDIT_CARD]now", "card [REDACTED_PII_CREDIT_CARD]now"),
     ("ts 1787178633773", "ts [REDACTED_PII_CREDIT_CARD]", "ts 1787178633773"),
@@ -279,7 +279,7 @@ def wrap_in_lists(value: Any, times: int) -> Any:
     return value
 
 
-# §11.3: JSON.
+# docs/spec/safety.md §11.3: JSON.
 JSON_VECTORS = [
     (
         {"password": "x", "nested": {"apiKey": 1, "note": "Bearer s3cret"}, "monkey": "banana", "count": 3},
@@ -295,7 +295,7 @@ JSON_VECTORS = [
     ({"a": wrap_in_lists("x", 130)}, {"a": wrap_in_lists("[REDACTED_SECRET]", 127)}, {"depth_redactions": 1}),
 ]
 
-# §11.3: detection.
+# docs/spec/safety.md §11.3: detection.
 DETECTION_VECTORS = [
     (lambda t: has_likely_pii(t, SPEC), "CPF 529.982.247-25", True),
     (lambda t: has_likely_pii(t, SPEC), "AB123456C", True),

@@ -1,4 +1,5 @@
-"""The CortexDB double reproduces the server's behaviour and quirks the engine is shaped around (spec §13)."""
+"""The CortexDB double reproduces the server's behaviour and quirks the engine is shaped around
+(docs/spec/cortexdb.md §13)."""
 
 from __future__ import annotations
 
