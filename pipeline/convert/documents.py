@@ -1,4 +1,4 @@
-"""What conversion takes in (`RawDocument`) and gives back (`ConvertedDocument`), 
+"""What conversion takes in (`RawDocument`) and gives back (`ConvertedDocument`),
 docs/spec/sources-and-documents.md §10.5."""
 
 from __future__ import annotations
