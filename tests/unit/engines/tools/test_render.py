@@ -33,7 +33,7 @@ NOW = datetime(2026, 10, 4, 9, 30, tzinfo=UTC)
 WRITER = Namespace.parse("team:acme/agent:writer")
 ZERO = "0" * 40
 TABS_ID = "13fafe0dcbabfc5e301412a72dcedfd8a0411259"
-# The learning of docs/spec/contract.md docs/spec/tools-and-context.md §6.4 example 1, as a model stores it; its id is
+# The learning of docs/spec/contract.md §6.4 example 1, as a model stores it; its id is
 # TABS_ID.
 TABS = {
     "learning": {"text": "prefers tabs over spaces", "learning_kind": "preference", "evidence": "said so in review 12"},
