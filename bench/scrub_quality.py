@@ -5,7 +5,7 @@
 PAGES defaults to ../shared/corpus/tldr-pages/pages (every `*.md` below it). Three parts:
 
   recall      each labelled table of the tests (vendor tokens, assigned secrets, URL passwords and private
-              keys, identifiers, phones: tests/unit/pipeline/test_scrub_*.py) scrubbed under the default
+              keys, identifiers, phones: tests/unit/pipeline/scrub/test_*.py) scrubbed under the default
               policy; per class, the share of rows whose secret did not survive, beside the same figure
               under `Policy.spec_compatible()`. The prose table's rows must come out unchanged.
   prose       the share of PAGES the default changes, with a sample of the changed lines (every changed
