@@ -27,6 +27,7 @@ import yaml
 
 from tests.unit.deploy.compose_sets import COMPOSE_FILE, ENGINE_VOLUMES, ROOT, role_of
 from tinymemory_ingest.cli import app
+from worker.redis.keys import Keys
 from worker.settings import Settings
 
 try:
@@ -735,10 +736,13 @@ def test_keda_scales_the_ingest_workers_on_real_queues(manifests, image):
     )
     assert "replicas" not in target["spec"], "KEDA owns the worker's replica count"
     served = consumed_queues([container_argv(c, image) for c in containers(target)])
+    # Celery keeps a queue as a Redis list under the project's key prefix: the key `tinymemory status` reads.
+    broker = Keys(Settings().redis_prefix).celery()
     lists = [trigger["metadata"]["listName"] for trigger in spec["triggers"] if trigger["type"] == "redis"]
-    assert set(lists) >= {"tm.ingest", "tm.backfill"}, lists
-    for name in lists:
-        assert name in QUEUES, f"KEDA watches {name}, not a queue"
+    assert set(lists) >= {broker + "tm.ingest", broker + "tm.backfill"}, lists
+    for key in lists:
+        name = key.removeprefix(broker)
+        assert key.startswith(broker) and name in QUEUES, f"KEDA watches {key}, not a queue's list"
         assert name in served, f"KEDA scales {target['metadata']['name']} on {name}, which it does not consume"
     for trigger in spec["triggers"]:
         assert int(trigger["metadata"]["listLength"]) > 0
