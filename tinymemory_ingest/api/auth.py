@@ -8,6 +8,7 @@ right (the app then listens on loopback only).
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
@@ -33,19 +34,35 @@ def tokens_of(request: Request) -> TokenStore:
 def caller_of(request: Request) -> Caller:
     """The caller the request's `Authorization: Bearer` token speaks for (401 when it is missing or wrong).
 
-    Without tokens, only requests addressed to loopback are answered: a web page that rebinds its own name to
-    127.0.0.1 sends its own name as the Host, and must not reach a memory nobody guards.
+    Without tokens, only requests from loopback addressed to loopback are answered. A web page that rebinds its
+    own name to 127.0.0.1 sends its own name as the Host; and a server listening beyond loopback whose last
+    token was revoked must not serve a remote client that merely writes `Host: 127.0.0.1`.
     """
     header = request.headers.get("authorization", "")
     token = header[len(_BEARER) :].strip() if header.lower().startswith(_BEARER) else None
     caller = authenticate(tokens_of(request), token)
+    if caller.name is not None:
+        return caller
     host = (request.url.hostname or "").strip("[]")
-    if caller.name is None and host not in _LOOPBACK_NAMES:
+    if host not in _LOOPBACK_NAMES:
         raise ForbiddenError(
             f"without tokens this API answers only requests addressed to loopback, not to {host!r}; "
             "add a token (`tinymemory tokens add NAME`) to serve others"
         )
+    peer = request.client.host if request.client is not None else ""
+    if not _is_loopback(peer):
+        raise ForbiddenError(
+            f"without tokens this API answers only requests from loopback, not from {peer or 'an unknown peer'!r}; "
+            "add a token (`tinymemory tokens add NAME`) to serve others"
+        )
     return caller
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 async def admin_of(request: Request) -> Caller:

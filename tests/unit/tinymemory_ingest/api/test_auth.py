@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from tests.unit.tinymemory_ingest.api.conftest import Api
@@ -109,3 +110,18 @@ async def test_without_tokens_only_requests_addressed_to_loopback_are_answered(a
         assert (await api.post("/v1/list", {"limit": 1}, {"Host": host})).status_code == 200
     token = api.token("remote")
     assert (await api.post("/v1/list", {"limit": 1}, {"Host": "memory.example", **token})).status_code == 200
+
+
+async def test_without_tokens_a_remote_peer_is_refused_whatever_host_it_names(api: Api) -> None:
+    # A server bound beyond loopback whose last token was revoked: a remote client writing `Host: 127.0.0.1`.
+    app = api.client._transport.app  # type: ignore[attr-defined]
+    remote = httpx.ASGITransport(app=app, client=("203.0.113.7", 40000))
+    async with httpx.AsyncClient(transport=remote, base_url="http://127.0.0.1") as client:
+        refused = await client.post("/v1/list", json={"limit": 1})
+        assert refused.status_code == 403 and "from loopback" in refused.json()["error"]["message"]
+        token = api.token("remote")
+        assert (await client.post("/v1/list", json={"limit": 1}, headers=token)).status_code == 200
+    local = httpx.ASGITransport(app=app, client=("::1", 40000))
+    async with httpx.AsyncClient(transport=local, base_url="http://[::1]") as client:
+        api.tokens.revoke("remote")
+        assert (await client.post("/v1/list", json={"limit": 1})).status_code == 200
