@@ -1,4 +1,4 @@
-"""Importing a v1 TinyCortex workspace into any engine, resumably (spec legacy-import).
+"""Importing a v1 TinyCortex workspace into any engine, resumably (docs/spec/legacy-import.md).
 
     with LegacyWorkspace.open(path) as ws:                 # read-only; NotLegacy when it is not one
         report = await migrate_with(engine, ws, saved, on_batch=persist)
@@ -8,18 +8,19 @@ by section in a fixed order: documents, chunks, conversations, learnings, profil
 one `StoreItem` whose source is `import` with the row's legacy id; every item is scrubbed before it is
 stored. Nothing is ever written to the workspace.
 
-    legacy_schema      opening read-only and detection (docs/spec/legacy-import.md §2, §4)
-    legacy_values      reading column values and v1's JSON columns (docs/spec/legacy-import.md §7)
-    legacy_mapping     namespace classes and the row → item mappings (docs/spec/legacy-import.md §6, §7)
-    legacy_sections    each section in key order, counting skipped rows (docs/spec/legacy-import.md §5)
-    legacy_paging one pass over a table in key order, rows grouped by their exact keys (docs/spec/legacy-import.md §5)
-    legacy_checkpoint the resume point (docs/spec/legacy-import.md §9) legacy_workspace `LegacyWorkspace`: items,
-    items_from, counts (docs/spec/legacy-import.md §1, §11) legacy_batches the batches a migration stores: scrubbed,
-    placed, with their checkpoints (docs/spec/legacy-import.md §10) legacy_helper the helper process that prepares
-    batches while the engine stores (docs/spec/legacy-import.md §10) legacy_migrate `migrate`, `migrate_with`,
-    `MigrationFailed` (docs/spec/legacy-import.md §10) legacy_errors the read failures (docs/spec/legacy-import.md §8)
+    schema      opening read-only and detection
+    values      reading column values and v1's JSON columns
+    mapping     namespace classes and the row → item mappings
+    sections    each section in key order, counting skipped rows
+    paging      one pass over a table in key order, rows grouped by their exact keys
+    checkpoint  the resume point
+    workspace   `LegacyWorkspace`: items, items_from, counts
+    batches     the batches a migration stores: scrubbed, placed, with their checkpoints
+    helper      the helper process that prepares batches while the engine stores
+    migrate     `migrate`, `migrate_with`, `MigrationFailed`
+    errors      the read failures
 
-Other packages import these names from here only.
+Each module's docstring cites the sections it implements. Other packages import these names from here only.
 """
 
 from pipeline.legacy.checkpoint import SECTIONS, Checkpoint, ChunkKey

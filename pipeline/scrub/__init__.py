@@ -11,29 +11,29 @@ byte-identical with the Rust implementation; its docs/spec/safety.md §11 vector
 `[REDACTED_PII_<CLASS>]`), the stage order, the counters and the JSON walk are the same.
 
 - Private keys: any `BEGIN ... PRIVATE KEY` label, a block without its END line redacted to the end of
-  its base64 body, blocks inside JSON strings, PuTTY key files (`_keys`).
+  its base64 body, blocks inside JSON strings, PuTTY key files (`keys`).
 - Markers: a placeholder or an ordinary word after `Bearer ` or `/secret/` is not a value ("Bearer
   tokens are...", "/secret/create"), and continuation fragments follow one space apart on the same
   line, with nothing between them dropped (safety.md skips punctuation and line breaks, and drops them).
-- Credentials (stage 3) replace safety.md's 18 shapes with three finders (`_credentials`):
-  - the passwords in URLs and DSNs, the URL kept (`_urls`);
+- Credentials (stage 3) replace safety.md's 18 shapes with three finders (`credentials`):
+  - the passwords in URLs and DSNs, the URL kept (`urls`);
   - about 80 vendor token formats with distinctive prefixes or shapes, the AWS secret key beside its
-    key id, signed and unsigned JWTs, Google keys ending in `-` (`_vendors`);
-  - the keyword rule (`_assignments`): only the value is replaced, never the name or the separator
+    key id, signed and unsigned JWTs, Google keys ending in `-` (`vendors`);
+  - the keyword rule (`assignments`): only the value is replaced, never the name or the separator
     (`password: [REDACTED]`, not `[REDACTED]`); every common assignment syntax (code, `.env`, YAML, JSON,
     TOML, XML, headers, query strings, flags, `name - 'value'`); a quoted value with spaces is redacted
-    whole; the value must look like a secret (`_values`): 8 characters at least (6 for a password with a
-    non-letter), not an ordinary word (`_words`), not a placeholder (`{{token}}`, `<token>`, `$TOKEN`,
+    whole; the value must look like a secret (`values`): 8 characters at least (6 for a password with a
+    non-letter), not an ordinary word (`words`), not a placeholder (`{{token}}`, `<token>`, `$TOKEN`,
     `${TOKEN}`), not code or a path, and in prose ("the secret from") a random-looking one; it never
     crosses a line break. So `token=abc`, "the secret is out" and "bearer shortword" are left alone, and
     safety.md's accepted false positives with them.
-- PII (`_identifiers`): IBANs shortened to the valid prefix (a capitalised word after one no longer hides
+- PII (`identifiers`): IBANs shortened to the valid prefix (a capitalised word after one no longer hides
   it); spaced NINOs; dotted and spaced SSNs, and nine digits after "SSN"; undashed Korean RRNs (checked),
   dashed ones with a valid birth date; hyphenated and dotted DNI/NIE; bare and colon-grouped Aadhaar;
   phones validated with `phonenumbers` in international and national formats, so `+44 20 7946 0958` is a
   phone and a bare 10-digit id, `555-123-4567` or `1000-2000` is not (and `(415) 555-2671` loses its
   parenthesis); US ITIN, UK NHS, Canadian SIN, Australian TFN and the EU's personal ids checked with
-  `python-stdnum`, the bare ones only beside their name (`_national`); CUITs checked with stdnum (which
+  `python-stdnum`, the bare ones only beside their name (`national`); CUITs checked with stdnum (which
   accepts AFIP's check digit 9); a card's match ends on a digit, so the space after it stays.
 - `Policy.corroborated()` also asks a keyword of bare Aadhaar and undashed RRN runs.
 - Detection (`has_likely_secret`, `has_likely_pii`) takes a policy and follows its rule set.

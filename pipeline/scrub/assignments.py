@@ -8,7 +8,7 @@ neither are the pagination tokens (`next_token`, `--starting-token`). Code, `.en
 HTTP headers, query strings and command-line flags all spell an assignment one of a few ways, which the
 separator below reads; prose spells it with a space.
 
-The value must look like a secret (see `_values`), and the rule never crosses a line break: a name at the
+The value must look like a secret (see `values`), and the rule never crosses a line break: a name at the
 end of a line ("access token:") takes nothing from the next. Occurrences are found with `str.find` on the
 fold for a few needles, and only each occurrence's surroundings are examined, so text without a needle
 costs one substring search per needle.

@@ -17,7 +17,7 @@ What changes against docs/spec/safety.md §6.4:
 - SSN: dotted and spaced (`123.45.6789`, `123 45 6789`), and bare nine digits beside "SSN".
 - Korean RRN: a valid birth date is required; undashed (`9001011234567`) counts when stdnum validates it
   (date and check digit; under `Policy.corroborated()` beside a keyword too); foreigners' 5-8 are in.
-- Phones: one validated class (`_phones`) replaces E.164 and NANP.
+- Phones: one validated class (`phones`) replaces E.164 and NANP.
 """
 
 from __future__ import annotations

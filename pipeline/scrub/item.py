@@ -89,7 +89,7 @@ def scrub_item(item: StoreItem, policy: Policy = DEFAULT_POLICY) -> Sanitized[St
 
 
 def scrub_item_fully(item: StoreItem, policy: Policy) -> Sanitized[StoreItem]:
-    """`scrub_item` without the shortcuts of `_precheck`: every text through every stage (what they must equal)."""
+    """`scrub_item` without the shortcuts of `precheck`: every text through every stage (what they must equal)."""
     return _scrubbed(item, _ItemScrubber(policy, sanitize_fully))
 
 

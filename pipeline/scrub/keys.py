@@ -37,7 +37,7 @@ EXTENDED_BLOCK_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?s)PuTTY-User-Key-File-[0-9]+: .*?Private-MAC: [0-9a-fA-F]+"),
 )
 
-# Every block pattern holds both literals; without them no pattern can match (see `_needles`).
+# Every block pattern holds both literals; without them no pattern can match (see `needles`).
 _NEEDLES = ("-----begin", "private key")
 
 

@@ -1,5 +1,5 @@
 """Stage 4: personal identifiers, matched on the normalised view and spliced back onto the original text
-(docs/spec/safety.md §6.1, §6.8). The classes are in `_classes` (safety.md's) and `_identifiers` (the extended ones)."""
+(docs/spec/safety.md §6.1, §6.8). The classes are in `classes` (safety.md's) and `identifiers` (the extended ones)."""
 
 from __future__ import annotations
 

@@ -5,13 +5,13 @@ with a cheap exit before its patterns run. Taken one stage after another, those 
 probe object and a dozen calls per text. Here the same exits are taken together, for an ASCII text under the
 extended rules (anything else takes the full path):
 
-- stage 1 (`_keys`) returns the text unless it holds `-----` or `PuTTY`;
-- stage 2 (`_markers`) unless it holds `/secret/` or, folded, `bearer `;
-- stage 3 (`_credentials`): URL passwords need an `@`; vendor tokens a run of token characters long enough
+- stage 1 (`keys`) returns the text unless it holds `-----` or `PuTTY`;
+- stage 2 (`markers`) unless it holds `/secret/` or, folded, `bearer `;
+- stage 3 (`credentials`): URL passwords need an `@`; vendor tokens a run of token characters long enough
   for one that holds a needle of the formats found in runs (`_vendors.may_hold_run_token`: a link or a path
   holds none) or, folded, a needle of the shapes without a literal; the keyword rule one of its needles,
   folded;
-- stage 4 (`_pii`) finds nothing when the view (an ASCII text is its own) lacks the digits every class needs
+- stage 4 (`pii`) finds nothing when the view (an ASCII text is its own) lacks the digits every class needs
   (`_pii._digit_span`) or the union of hints has no match from the first digit to LOOKBACK past the last,
   which is the range its windows come from; emails need an `@`.
 

@@ -1,7 +1,7 @@
 """Stage 3: credential shapes (API keys, tokens, passwords after their name) are replaced.
 
 The 18 patterns run in the spec's order, each on the previous one's output. Each carries needles, literals
-every match must contain (see `_needles`), so the scans a text cannot match are skipped: most text holds
+every match must contain (see `needles`), so the scans a text cannot match are skipped: most text holds
 none of them, and a skipped scan saves a pass over the whole text.
 """
 

@@ -31,7 +31,7 @@ OnePass = Callable[[str], "tuple[str, SanitizationReport | None]"]
 def _sanitize_once(text: str, policy: Policy) -> tuple[str, SanitizationReport | None]:
     """The four stages of docs/spec/safety.md §2, in order, each on the previous one's output.
 
-    Under the extended rules stage 3 is `_credentials` (URLs, vendor formats, values after secret-like
+    Under the extended rules stage 3 is `credentials` (URLs, vendor formats, values after secret-like
     names) instead of safety.md's 18 shapes, and stages 1, 2 and 4 run their extended variants.
     """
     extended = policy.rules is not SPEC_RULES
@@ -69,7 +69,7 @@ def sanitize_text(text: str, policy: Policy = DEFAULT_POLICY) -> Sanitized[str]:
 
 
 def sanitize_fully(text: str, policy: Policy) -> Sanitized[str]:
-    """`sanitize_text` without the shortcut of `_precheck`: every stage runs (what the shortcut must equal)."""
+    """`sanitize_text` without the shortcut of `precheck`: every stage runs (what the shortcut must equal)."""
     first, found = _sanitize_once(text, policy)
     if found is None:
         return Sanitized(first, SanitizationReport())  # most texts: one pass that replaced nothing

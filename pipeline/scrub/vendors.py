@@ -12,7 +12,7 @@ A token is bounded by characters outside its alphabet on both sides, so `AIza...
 (which `\\b` gave back) and a token inside a longer run is left alone.
 
 Formats with no distinctive shape (a 40-character AWS secret, a 32-character hex key) are found through
-their name instead (`_assignments`), or, for the AWS secret access key, through the key id beside it.
+their name instead (`assignments`), or, for the AWS secret access key, through the key id beside it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """HTML without its navigation chrome, and pages from a web URL converted by markitdown's site-aware converters.
 
-A Wikipedia-like page and a search results page are written here; each rule of `_chrome` has a vector of
+A Wikipedia-like page and a search results page are written here; each rule of `chrome` has a vector of
 what must survive and what must go.
 """
 

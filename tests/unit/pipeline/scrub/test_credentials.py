@@ -1,5 +1,5 @@
 """Credentials found by where they stand: values assigned to secret-like names in every common syntax,
-passwords in URLs and DSNs, and private-key blocks (`_assignments`, `_urls`, `_keys`).
+passwords in URLs and DSNs, and private-key blocks (`assignments`, `urls`, `keys`).
 
 The labelled table draws high-entropy values with a seeded random source; the tests after it pin the
 rule's edges: what it keeps, where it stops, and the listed misses of the spec's keyword shape.

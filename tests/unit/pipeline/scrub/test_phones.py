@@ -1,4 +1,4 @@
-"""Phone numbers (`_phones`): validated with `phonenumbers`, so ids, timestamps, ranges and dates are not
+"""Phone numbers (`phones`): validated with `phonenumbers`, so ids, timestamps, ranges and dates are not
 phones, while spaced international numbers and national formats are.
 
 The labelled table starts from libphonenumber's example number of each region and type, changes its last

@@ -1,5 +1,5 @@
 """Personal identifiers: a labelled table of valid ids of every class the extended rules claim, in the
-forms each is claimed in, and the spec's misses (`_identifiers`, `_national`).
+forms each is claimed in, and the spec's misses (`identifiers`, `national`).
 
 Valid ids are drawn at random and kept when python-stdnum accepts them (or, for the format-only classes,
 built to the format), so the table holds ids of the right shape and checksum, never a real person's. A

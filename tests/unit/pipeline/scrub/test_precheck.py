@@ -1,4 +1,4 @@
-"""The scrubber's one-test shortcut (`_precheck`) changes nothing: `sanitize_text` and `scrub_item` return
+"""The scrubber's one-test shortcut (`precheck`) changes nothing: `sanitize_text` and `scrub_item` return
 exactly what every stage run in full returns, for any text and item under every policy, and the shortcut is
 taken for ordinary prose, not for anything a stage reacts to."""
 

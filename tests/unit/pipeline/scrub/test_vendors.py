@@ -1,4 +1,4 @@
-"""Vendor token formats (`_vendors`): a labelled table of fake tokens of every format, in neutral contexts.
+"""Vendor token formats (`vendors`): a labelled table of fake tokens of every format, in neutral contexts.
 
 Each generator draws a token from the format's public description (prefix, alphabet, length) with a seeded
 random source. The contexts name nothing secret (`CONFIG_VALUE=`, "use ... for"), so a row is caught by its
