@@ -9,6 +9,7 @@ the path without running their `.pth` files, so the checkout's editable install 
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import signal
 import site
@@ -32,11 +33,21 @@ def _run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> 
     return done.stdout
 
 
+def _setuptools_builds_wheels() -> bool:
+    try:
+        version = importlib.metadata.version("setuptools")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return tuple(int(part) for part in version.split(".")[:2] if part.isdigit()) >= (70, 1)
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtual environment with the project installed from a wheel built from this checkout."""
     work = tmp_path_factory.mktemp("wheel")
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", work / "dist", REPO, cwd=work)
+    # setuptools 70.1 and later build wheels by themselves; an older one is left to pip's isolated build.
+    isolation = ["--no-build-isolation"] if _setuptools_builds_wheels() else []
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-w", work / "dist", REPO, cwd=work)
     wheel = next((work / "dist").glob("tinymemory_ingest-*.whl"))
     venv = work / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=work)
