@@ -1,22 +1,36 @@
 """The engine registry: list the engines this build offers and build one from configuration.
 
-Each entry names the module that holds an engine's descriptor and factory; a module is imported
-only when its engine is described or built, so choosing `local` never imports another engine's
-client.
+Each entry names the module that holds an engine's `DESCRIPTOR` and `build`; a module is imported only when
+its engine is described or built, so choosing `local` never imports another engine's client. Engines come
+from code (the four built in, and `Registry.register`) and from installed distributions, which declare an
+engine id under the `tinymemory.engines` entry-point group (`engines.plugins`), read on the first lookup in
+each process. A registration wins over an entry point of the same id; a built-in id is never replaced, and
+an entry point declaring one, or an id two distributions declare differently, is a `ConfigError` when that
+engine is used.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engines.contract import ConfigError, EngineDescriptor, MemoryEngine
+from engines.plugins import (
+    ENGINES_GROUP,
+    Declared,
+    chosen,
+    declared,
+    load_target,
+    no_plugins,
+    reason,
+    refuse_shadowing,
+)
 from engines.settings import EngineCredential, EngineSettings
 
 
@@ -28,46 +42,96 @@ class _EngineModule(Protocol):
 
 @dataclass(frozen=True)
 class EngineEntry:
-    """An engine this build offers: its id and the module holding `DESCRIPTOR` and `build`."""
+    """An engine this build offers: its id and the module holding `DESCRIPTOR` and `build`. `origin` says
+    who declared it (an entry point), for error messages; empty for an engine registered in code."""
 
     id: str
     module: str
+    origin: str = field(default="", compare=False)
 
     def load(self) -> _EngineModule:
-        return cast(_EngineModule, importlib.import_module(self.module))
+        """The engine's module, imported on first use; one that fails to import, or lacks a `DESCRIPTOR` of
+        this id or a `build`, is a `ConfigError` naming where it was declared."""
+        try:
+            module = load_target(self.module)
+        except MemoryError:
+            raise
+        except Exception as err:  # a plugin's module may raise anything while it imports
+            raise ConfigError(
+                f'memory engine "{self.id}": cannot load {self.module} ({reason(err)}){self._remedy()}'
+            ) from err
+        descriptor = getattr(module, "DESCRIPTOR", None)
+        if not isinstance(descriptor, EngineDescriptor) or descriptor.id != self.id:
+            wrong = f"{self.module}.DESCRIPTOR is not the descriptor of that engine"
+            raise ConfigError(f'memory engine "{self.id}": {wrong}{self._remedy()}')
+        if not callable(getattr(module, "build", None)):
+            raise ConfigError(f'memory engine "{self.id}": {self.module} has no build function{self._remedy()}')
+        return cast(_EngineModule, module)
+
+    def _remedy(self) -> str:
+        if self.origin:
+            return f"; it is declared by {self.origin}: reinstall a working version or uninstall it"
+        return ""
 
 
 class Registry:
-    """Engines by id, in registration order; a duplicate id is refused."""
+    """Engines by id: registered in code (they win), built in, then declared by installed distributions.
 
-    def __init__(self) -> None:
+    `built_in` are this build's own engines, which neither a registration nor an entry point may replace;
+    `plugins` gives the entry points of `tinymemory.engines` (none unless given), read on first lookup.
+    """
+
+    def __init__(self, built_in: Iterable[EngineEntry] = (), plugins: Callable[[], Declared] = no_plugins) -> None:
+        self._built_in = {entry.id: entry for entry in built_in}
         self._entries: dict[str, EngineEntry] = {}
+        self._plugins = plugins
 
     def register(self, entry: EngineEntry) -> None:
-        if entry.id in self._entries:
+        """Offer `entry`'s engine, over any entry point of that id; a taken id is refused."""
+        if entry.id in self._entries or entry.id in self._built_in:
             raise ConfigError(f'memory engine "{entry.id}" is registered twice')
         self._entries[entry.id] = entry
 
     def ids(self) -> list[str]:
-        return list(self._entries)
+        """Every engine offered: built in, registered, then declared by entry points (none of them loaded)."""
+        return list(dict.fromkeys([*self._built_in, *self._entries, *self._plugins()]))
 
     def entry(self, engine_id: str) -> EngineEntry:
+        """The entry of `engine_id`; an unknown id, or an entry point that cannot stand for it (a built-in id,
+        declared twice), is `ConfigError`."""
         entry = self._entries.get(engine_id)
-        if entry is None:
-            offered = ", ".join(self._entries)
-            raise ConfigError(f'unknown memory engine "{engine_id}"; this build offers {offered}')
-        return entry
+        if entry is not None:
+            return entry
+        plugins = self._plugins().get(engine_id, ())
+        entry = self._built_in.get(engine_id)
+        if entry is not None:
+            refuse_shadowing(plugins, entry.module)
+            return entry
+        if plugins:
+            plugin = chosen(plugins, "")
+            return EngineEntry(engine_id, plugin.value, origin=str(plugin))
+        offered = ", ".join(self.ids())
+        raise ConfigError(f'unknown memory engine "{engine_id}"; this build offers {offered}')
 
 
-REGISTRY = Registry()
-REGISTRY.register(EngineEntry("local", "engines.local.factory"))
-REGISTRY.register(EngineEntry("reference", "engines.reference.factory"))
-REGISTRY.register(EngineEntry("cortexdb", "engines.cortex.cortexdb"))
-REGISTRY.register(EngineEntry("tinyhumans", "engines.cortex.tinyhumans"))
+def _discovered() -> Declared:
+    return declared(ENGINES_GROUP)
+
+
+REGISTRY = Registry(
+    built_in=[
+        EngineEntry("local", "engines.local.factory"),
+        EngineEntry("reference", "engines.reference.factory"),
+        EngineEntry("cortexdb", "engines.cortex.cortexdb"),
+        EngineEntry("tinyhumans", "engines.cortex.tinyhumans"),
+    ],
+    plugins=_discovered,
+)
+"""This process's engines: the built-in ones and the installed entry points'."""
 
 
 def list_engines() -> list[EngineDescriptor]:
-    """The descriptors of every engine this build offers, in registration order."""
+    """The descriptors of every engine this build offers, in order (a broken plugin is a `ConfigError`)."""
     return [REGISTRY.entry(engine_id).load().DESCRIPTOR for engine_id in REGISTRY.ids()]
 
 

@@ -2,7 +2,9 @@
 
 One `SourceReader` protocol (`sources.base`) for every kind; `WatchableSource`, `IncrementalSource` and
 `ConditionalSource` are the abilities only some kinds have. `REGISTRY` maps a kind to its reader, as the
-engine registry maps an engine id; the local kinds (`FolderReader`, `FileReader`) are built in.
+engine registry maps an engine id: the six kinds of `SourceConfigKind` are built in (the local ones,
+`FolderReader` and `FileReader`, exported here), and others come from the `source_kinds` setting or from
+installed distributions' `tinymemory.sources` entry points (docs/extending.md).
 `FolderWatcher` turns file events into debounced sets of changed unit ids, or `{RESCAN}`.
 """
 

@@ -1,18 +1,37 @@
 """The source registry: which kinds this build offers, and the reader for a configured source.
 
 As the engine registry does for engines, each entry names the module holding a kind's `SPEC` (a `KindSpec`),
-imported only when that kind is configured or read. A kind from outside this package (a plugin, or a test's
-own kind) is registered the same way, by name and module path: the runtime registers those its settings name
-at start-up, in every process that reads sources, so the module is importable wherever the kind runs.
+imported only when that kind is configured or read. A kind comes from one of three places, in this order of
+precedence:
+
+1. registered here by module path (`register`, `register_kinds`): the `source_kinds` setting
+   (`TINYMEMORY_SOURCE_KINDS`), which every process that reads sources registers at start-up, or a test;
+2. built in (the six kinds of `SourceConfigKind` this build has readers for), never replaced;
+3. declared by an installed distribution under the `tinymemory.sources` entry-point group (`engines.plugins`),
+   found on the first lookup in each process without importing anything.
+
+So the setting overrides an entry point of the same name, and also settles two distributions declaring one
+kind. An entry point that declares a built-in kind, or a name two distributions declare differently, is a
+`ConfigError` when that kind is used, as a plugin whose module will not import is when its spec is loaded.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from engines.contract import ConfigError, InvalidRequestError, UnsupportedError
+from engines.plugins import (
+    SOURCES_GROUP,
+    Declared,
+    chosen,
+    declared,
+    load_target,
+    no_plugins,
+    reason,
+    refuse_shadowing,
+    target_name,
+)
 from sources.base import ReaderOptions, SourceReader
 from sources.config import SourceConfigKind, SourceEntry, SourceRequest
 
@@ -35,31 +54,49 @@ class KindSpec:
 
 @dataclass(frozen=True)
 class SourceKindEntry:
-    """A kind this build offers: its persisted name and the module holding its `SPEC`."""
+    """A kind this build offers: its persisted name and where its spec is (`module`, the module holding `SPEC`,
+    or `module:attribute`). `origin` says who declared it, for error messages (an entry point); empty for a
+    kind registered in code or by the `source_kinds` setting. Plain data, so another process can load it."""
 
     kind: str
     module: str
+    origin: str = field(default="", compare=False)
 
     def load(self) -> KindSpec:
         """The kind's spec (importing its module on first use); a broken plugin is a `ConfigError`."""
+        name = target_name(self.module, "SPEC")
         try:
-            spec = importlib.import_module(self.module).SPEC
-        except (ImportError, AttributeError) as err:
-            raise ConfigError(f"source kind {self.kind!r}: cannot load {self.module}.SPEC ({err})") from err
+            spec = load_target(self.module, "SPEC")
+        except MemoryError:
+            raise
+        except Exception as err:  # a plugin's module may raise anything while it imports
+            raise ConfigError(f"source kind {self.kind!r}: cannot load {name} ({reason(err)}){self._remedy()}") from err
         if not isinstance(spec, KindSpec) or spec.kind != self.kind:
-            raise ConfigError(f"source kind {self.kind!r}: {self.module}.SPEC is not the KindSpec of that kind")
+            raise ConfigError(f"source kind {self.kind!r}: {name} is not the KindSpec of that kind{self._remedy()}")
         return spec
+
+    def _remedy(self) -> str:
+        if self.origin:
+            return f"; it is declared by {self.origin}: reinstall a working version or uninstall it"
+        return "; check the module named for it in the source_kinds setting (TINYMEMORY_SOURCE_KINDS)"
 
 
 class SourceRegistry:
-    """Kinds by name, in registration order; registering a different module under a taken name is refused."""
+    """Kinds by name: registered here (they win), built in, then declared by installed distributions.
 
-    def __init__(self) -> None:
+    `built_in` are this build's own kinds, which neither a registration nor an entry point may replace;
+    `plugins` gives the entry points of `tinymemory.sources` (none unless given), read on first lookup.
+    """
+
+    def __init__(self, built_in: Iterable[SourceKindEntry] = (), plugins: Callable[[], Declared] = no_plugins) -> None:
+        self._built_in = {entry.kind: entry for entry in built_in}
         self._entries: dict[str, SourceKindEntry] = {}
+        self._plugins = plugins
 
     def register(self, entry: SourceKindEntry) -> None:
-        """Offer `entry`'s kind; registering the same entry again is a no-op (every process does it once)."""
-        known = self._entries.get(entry.kind)
+        """Offer `entry`'s kind, over any entry point of that name; the same entry again is a no-op (every
+        process registers its settings' kinds), another module under a taken name is refused."""
+        known = self._entries.get(entry.kind) or self._built_in.get(entry.kind)
         if known is not None and known != entry:
             raise ConfigError(f"source kind {entry.kind!r} is registered twice ({known.module}, {entry.module})")
         self._entries[entry.kind] = entry
@@ -69,14 +106,24 @@ class SourceRegistry:
         self._entries.pop(kind, None)
 
     def kinds(self) -> list[str]:
-        return list(self._entries)
+        """Every kind offered: built in, registered, then declared by entry points (none of them loaded)."""
+        return list(dict.fromkeys([*self._built_in, *self._entries, *self._plugins()]))
 
     def entry(self, kind: str) -> SourceKindEntry:
-        """The entry of `kind`; a known but unbuilt kind is `UnsupportedError`, any other `InvalidRequestError`."""
+        """The entry of `kind`; a known but unbuilt kind is `UnsupportedError`, any other `InvalidRequestError`,
+        and an entry point that cannot stand for it (a built-in name, declared twice) `ConfigError`."""
         entry = self._entries.get(kind)
         if entry is not None:
             return entry
-        offered = ", ".join(_typed(k) for k in self._entries)
+        plugins = self._plugins().get(kind, ())
+        entry = self._built_in.get(kind)
+        if entry is not None:
+            refuse_shadowing(plugins, entry.module)
+            return entry
+        if plugins:
+            plugin = chosen(plugins, " or name the module to use in the source_kinds setting (TINYMEMORY_SOURCE_KINDS)")
+            return SourceKindEntry(kind, plugin.value, origin=str(plugin))
+        offered = ", ".join(_typed(k) for k in self.kinds())
         if kind in _BUILT_IN:
             name = SourceConfigKind(kind).alias
             raise UnsupportedError(f"{name} sources are not available in this build yet; this build offers {offered}")
@@ -109,17 +156,27 @@ def _typed(kind: str) -> str:
     return SourceConfigKind(kind).alias if kind in _BUILT_IN else kind
 
 
-REGISTRY = SourceRegistry()
-REGISTRY.register(SourceKindEntry(SourceConfigKind.FOLDER, "sources.folder"))
-REGISTRY.register(SourceKindEntry(SourceConfigKind.FILE, "sources.file"))
-REGISTRY.register(SourceKindEntry(SourceConfigKind.WEB_PAGE, "sources.link"))
-REGISTRY.register(SourceKindEntry(SourceConfigKind.GITHUB_REPO, "sources.github"))
-REGISTRY.register(SourceKindEntry(SourceConfigKind.RSS_FEED, "sources.rss"))
-REGISTRY.register(SourceKindEntry(SourceConfigKind.CONVERSATION, "sources.conversation"))
+def _discovered() -> Declared:
+    return declared(SOURCES_GROUP)
+
+
+REGISTRY = SourceRegistry(
+    built_in=[
+        SourceKindEntry(SourceConfigKind.FOLDER, "sources.folder"),
+        SourceKindEntry(SourceConfigKind.FILE, "sources.file"),
+        SourceKindEntry(SourceConfigKind.WEB_PAGE, "sources.link"),
+        SourceKindEntry(SourceConfigKind.GITHUB_REPO, "sources.github"),
+        SourceKindEntry(SourceConfigKind.RSS_FEED, "sources.rss"),
+        SourceKindEntry(SourceConfigKind.CONVERSATION, "sources.conversation"),
+    ],
+    plugins=_discovered,
+)
+"""This process's kinds: the built-in ones, the `source_kinds` setting's and the installed entry points'."""
 
 
 def register_kinds(modules: Mapping[str, str]) -> None:
-    """Register the kinds a runtime's settings name (kind → module path), in this process."""
+    """Register the kinds a runtime's settings name (kind → module path), in this process, over any entry
+    point of the same name."""
     for kind, module in modules.items():
         REGISTRY.register(SourceKindEntry(kind, module))
 

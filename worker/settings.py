@@ -53,7 +53,8 @@ class Settings(BaseSettings):
     # become dead letters; in a Celery task (`task_store_attempts`) the task is retried later with backoff.
     store_attempts: int = Field(default=5, ge=1)
     task_store_attempts: int = Field(default=3, ge=1)
-    # Source kinds from outside this package: kind name -> module path holding its `SPEC` (sources.registry).
+    # Source kinds from outside this package: kind name -> module path holding its `SPEC` (sources.registry),
+    # JSON in TINYMEMORY_SOURCE_KINDS. It wins over an installed `tinymemory.sources` entry point of that name.
     source_kinds: dict[str, str] = Field(default_factory=dict)
     # Network sources: private, loopback and link-local addresses stay unreachable unless this is set (tests
     # with loopback servers, an intranet deployment); it is logged whenever a process starts with it on.

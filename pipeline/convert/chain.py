@@ -1,4 +1,5 @@
-"""`ConverterChain` and `convert_document`: the size check, sniffing, then one converter (§10.5 "Chain")."""
+"""`ConverterChain` and `convert_document`: the size check, sniffing, then one converter
+(docs/spec/sources-and-documents.md §10.5, "Chain")."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pipeline.convert.failures import describe
 from pipeline.convert.limits import ConvertLimits, over_limit
 from pipeline.convert.native import NativeConverter
 from pipeline.convert.office import OfficeConverter
+from pipeline.convert.plugins import plugin_converters
 from pipeline.sniff import DocumentFormat, sniff
 
 # Why a format no converter takes is refused, where a better reason than "no converter" exists.
@@ -80,16 +82,23 @@ def native_chain() -> ConverterChain:
 
 
 def default_chain(limits: ConvertLimits | None = None) -> ConverterChain:
-    """Every format this build converts: the Office converter prepended to the native one."""
-    return ConverterChain([OfficeConverter(limits), NativeConverter()])
+    """Every format this build converts: the converters installed distributions declare (`tinymemory.converters`,
+    found in this process), then the Office converter, then the native one."""
+    limits = ConvertLimits() if limits is None else limits
+    return ConverterChain([*plugin_converters(limits), OfficeConverter(limits), NativeConverter()])
 
 
 def warm_chain(limits: ConvertLimits) -> ConverterChain:
-    """`default_chain` with its libraries already imported: what a `ConverterPool` worker runs by default."""
+    """`default_chain` with its libraries already imported: what a `ConverterPool` worker runs by default.
+
+    Built in the worker process, so the converters installed distributions declare are found there too; any
+    converter with a `warm_up()` method (the Office one, a plugin's) has it called once, here.
+    """
     chain = default_chain(limits)
     for converter in chain.converters:
-        if isinstance(converter, OfficeConverter):
-            converter.warm_up()
+        warm_up = getattr(converter, "warm_up", None)
+        if callable(warm_up):
+            warm_up()
     return chain
 
 

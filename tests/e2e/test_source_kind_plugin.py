@@ -1,9 +1,10 @@
 """A source kind defined only in the tests goes through both runtimes with no change under `worker/`.
 
 The kinds (`tests.fixtures.memory_source`, and `tests.fixtures.memory_incremental` with the incremental
-ability) are registered the way any plugin is: by the `source_kinds` setting, in the embedded process, in its
-text preparation processes and in every Celery worker. Each runtime syncs, changes, deletes and dead-letters
-their units exactly as it does a folder's.
+ability) are registered the way a kind from an uninstalled tree is: by the `source_kinds` setting, in the
+embedded process, in its text preparation processes and in every Celery worker (an installed distribution
+declares its kinds by entry point instead: tests/e2e/test_plugin_distribution.py). Each runtime syncs,
+changes, deletes and dead-letters their units exactly as it does a folder's.
 """
 
 from __future__ import annotations

@@ -1,18 +1,39 @@
-"""The engine registry and `MemoryConfig`: which engines exist, how one is built, and every refusal."""
+"""The engine registry and `MemoryConfig`: which engines exist (built in, or declared by an installed distribution),
+how one is built, and every refusal."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from engines.contract import ConfigError, Document, ListRequest
 from engines.local import LocalEngine, OpenAIEmbedder
+from engines.plugins import ENGINES_GROUP, Plugin
 from engines.reference import ReferenceEngine
 from engines.registry import REGISTRY, EngineEntry, MemoryConfig, Registry, build_engine, list_engines
 from engines.settings import ChatSettings, EmbedderSettings, EngineCredential, EngineSettings, check_endpoint
+from tests.fixtures.distributions import fake_distribution, plugin_site
+
+# A plugin engine's module: the reference engine under another id, as a distribution would ship one.
+ECHO_MODULE = """
+from engines.reference import ReferenceEngine
+from engines.reference.factory import DESCRIPTOR as REFERENCE
+
+DESCRIPTOR = REFERENCE.model_copy(update={"id": "tm_echo", "label": "Echo"})
+
+def build(settings, credential):
+    return ReferenceEngine()
+"""
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    yield from plugin_site(tmp_path, monkeypatch)
 
 
 def test_list_engines_describes_every_engine_in_order() -> None:
@@ -182,3 +203,54 @@ def test_credentials_never_print() -> None:
     assert "sk-123" not in repr(EngineCredential.of("sk-123"))
     assert EngineCredential.of("  ").token() is None
     assert EngineCredential(dynamic=lambda: "fresh").token() == "fresh"
+
+
+# -- engines from installed distributions (tinymemory.engines entry points) --------------------------------------
+
+
+def test_an_installed_engine_is_listed_and_built(site: Path) -> None:
+    fake_distribution(site, "tm-echo", {ENGINES_GROUP: {"tm_echo": "tm_plugin_echo"}}, {"tm_plugin_echo": ECHO_MODULE})
+    assert REGISTRY.ids() == ["local", "reference", "cortexdb", "tinyhumans", "tm_echo"]
+    assert "tm_plugin_echo" not in sys.modules  # found from metadata only
+    assert isinstance(MemoryConfig(engine="tm_echo").build(), ReferenceEngine)
+    assert list_engines()[-1].label == "Echo"
+
+
+def test_a_registration_wins_over_an_entry_point() -> None:
+    declared = {"x": (Plugin(ENGINES_GROUP, "x", "tm_plugin_nowhere", "tm-x 1.0"),)}
+    registry = Registry(plugins=lambda: declared)
+    assert registry.entry("x").module == "tm_plugin_nowhere"
+    registry.register(EngineEntry("x", "engines.reference.factory"))
+    assert registry.entry("x").module == "engines.reference.factory" and registry.ids() == ["x"]
+
+
+@pytest.mark.parametrize(
+    ("modules", "message"),
+    [
+        ({}, "cannot load tm_plugin_echo (ModuleNotFoundError: No module named 'tm_plugin_echo')"),
+        ({"tm_plugin_echo": "raise ImportError('needs libecho')"}, "cannot load tm_plugin_echo (ImportError: needs"),
+        ({"tm_plugin_echo": ECHO_MODULE.replace('"tm_echo"', '"echo"')}, "tm_plugin_echo.DESCRIPTOR is not the"),
+        ({"tm_plugin_echo": ECHO_MODULE.replace("def build", "def make")}, "tm_plugin_echo has no build function"),
+    ],
+)
+def test_a_broken_engine_plugin_fails_only_when_it_is_used(site: Path, modules: dict[str, str], message: str) -> None:
+    fake_distribution(site, "tm-echo", {ENGINES_GROUP: {"tm_echo": "tm_plugin_echo"}}, modules)
+    assert isinstance(MemoryConfig(engine="reference").build(), ReferenceEngine)
+    with pytest.raises(ConfigError, match=re.escape(f'memory engine "tm_echo": {message}')) as caught:
+        MemoryConfig(engine="tm_echo").build()
+    assert str(caught.value).endswith(
+        "; it is declared by entry point tm_echo = tm_plugin_echo in group tinymemory.engines of distribution"
+        " tm-echo 1.0: reinstall a working version or uninstall it"
+    )
+
+
+def test_an_engine_id_declared_twice_or_built_in_is_refused_when_used(site: Path) -> None:
+    fake_distribution(site, "tm-echo", {ENGINES_GROUP: {"tm_echo": "tm_plugin_echo", "local": "tm_plugin_echo"}})
+    fake_distribution(site, "tm-echo-fork", {ENGINES_GROUP: {"tm_echo": "tm_plugin_fork"}})
+    assert isinstance(MemoryConfig(engine="reference").build(), ReferenceEngine)
+    with pytest.raises(
+        ConfigError, match=r'"tm_echo" is declared twice, by .* tm-echo 1\.0 and by .* tm-echo-fork 1\.0'
+    ):
+        MemoryConfig(engine="tm_echo").build()
+    with pytest.raises(ConfigError, match=r'memory engine "local" is built in, but entry point local = tm_plugin_echo'):
+        build_engine("local", EngineSettings(), EngineCredential.none())
