@@ -49,6 +49,7 @@ LATE_FILES = frozenset(
         "tests/e2e/test_plugin_distribution.py",
         "tests/e2e/test_text_pool.py",
         "tests/e2e/test_up_watch.py",
+        "tests/e2e/test_wheel_install.py",
         "tests/integration/test_api_fuzz.py",
         "tests/integration/test_cortex_conformance.py",
         "tests/integration/test_cortex_dev.py",
