@@ -1,4 +1,7 @@
-"""What a `ConverterPool` and its worker processes say to each other over their pipe.
+"""What a `ConverterPool` and its worker processes say to each other over their connection.
+
+The parent sends a `Setup` first and the worker greets with `Ready` (or `Failed`, when it cannot start); then
+each `Job` gets one `Done` or `Failed`. Closing the connection tells a worker to exit.
 
 Both directions are JSON read back through pydantic, never pickle: a worker parses hostile files, and a
 worker subverted by one must not be able to run code in the parent by what it sends back. The document's
@@ -14,11 +17,20 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from engines.contract import Error, ErrorKind, error_for
 from pipeline.convert.documents import ConvertedDocument, RawDocument
+from pipeline.convert.limits import ConvertLimits
 from pipeline.sniff import DocumentFormat
 
 
 class _Message(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Setup(_Message):
+    """Parent to worker, first: the limits every conversion runs under, and what builds the worker's chain."""
+
+    kind: Literal["setup"] = "setup"
+    limits: ConvertLimits
+    chain_factory: str
 
 
 class Job(_Message):
@@ -28,12 +40,6 @@ class Job(_Message):
     filename: str | None
     mime: str | None
     origin: str | None
-
-
-class Stop(_Message):
-    """Parent to worker: exit."""
-
-    kind: Literal["stop"] = "stop"
 
 
 class Ready(_Message):
@@ -63,9 +69,9 @@ class Failed(_Message):
     message: str
 
 
-Request = Annotated[Job | Stop, Field(discriminator="kind")]
+Request = Annotated[Setup | Job, Field(discriminator="kind")]
 Reply = Annotated[Ready | Done | Failed, Field(discriminator="kind")]
-_REQUESTS: TypeAdapter[Job | Stop] = TypeAdapter(Request)
+_REQUESTS: TypeAdapter[Setup | Job] = TypeAdapter(Request)
 _REPLIES: TypeAdapter[Ready | Done | Failed] = TypeAdapter(Reply)
 
 
@@ -74,7 +80,7 @@ def job_for(raw: RawDocument) -> Job:
     return Job(filename=raw.filename, mime=raw.mime, origin=raw.origin)
 
 
-def read_request(payload: bytes) -> Job | Stop:
+def read_request(payload: bytes) -> Setup | Job:
     """A request from its JSON; raises `ValueError` (pydantic's `ValidationError`) on anything else."""
     return _REQUESTS.validate_json(payload)
 

@@ -1,16 +1,15 @@
-"""The body of a `ConverterPool` worker process: a memory ceiling, one chain, then jobs until told to stop.
+"""The body of a `ConverterPool` worker process: its setup, one chain, then jobs until the connection closes.
 
-A worker converts one document at a time and answers every job, unless it runs out of memory (it exits with
-`EXIT_OUT_OF_MEMORY` so the parent can name the ceiling) or crashes or hangs (the parent sees that and
-replaces it). Nothing a document does can reach the parent except the reply's JSON.
+The process is a child of `pipeline.processes`, which has already put it under its memory ceiling, turned off
+Ctrl-C and core dumps, and made it follow its parent. A worker converts one document at a time and answers
+every job, unless it runs out of memory (it exits with `EXIT_OUT_OF_MEMORY` so the parent can name the
+ceiling) or crashes or hangs (the parent sees that and replaces it). Nothing a document does can reach the
+parent except the reply's JSON.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-import resource
-import signal
 import warnings
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -20,9 +19,11 @@ from pipeline.convert.chain import ConverterChain, convert_document
 from pipeline.convert.documents import RawDocument
 from pipeline.convert.failures import describe
 from pipeline.convert.limits import ConvertLimits
-from pipeline.convert.messages import Failed, Ready, Stop, done, failed, read_request
+from pipeline.convert.messages import Failed, Job, Ready, Setup, done, failed, read_request
+from pipeline.processes import EXIT_OUT_OF_MEMORY, load_named
 
-EXIT_OUT_OF_MEMORY = 86
+TARGET = "pipeline.convert.worker:serve"
+"""What a converter worker process runs (a `ChildSpec` target)."""
 
 ChainFactory = Callable[[ConvertLimits], ConverterChain]
 
@@ -31,14 +32,18 @@ ChainFactory = Callable[[ConvertLimits], ConverterChain]
 _SINGLE_THREADED = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
-def serve(conn: Connection, limits: ConvertLimits, chain_factory: str) -> None:
-    """Run as a worker: confine this process, build the chain, then answer jobs from `conn` until told to stop.
+def serve(conn: Connection) -> None:
+    """Run as a worker: take the setup, build the chain, greet, then answer jobs from `conn` until it closes.
 
-    The memory ceiling is set before the chain's libraries are imported, so they count against it too.
+    The chain's libraries are imported here, under the memory ceiling the process already has.
     """
-    _confine(limits)
+    setup = read_request(conn.recv_bytes())
+    if not isinstance(setup, Setup):
+        return
+    _quiet()
     try:
-        chain = load_chain_factory(chain_factory)(limits)
+        factory: ChainFactory = load_named(setup.chain_factory)
+        chain = factory(setup.limits)
     except MemoryError:
         os._exit(EXIT_OUT_OF_MEMORY)
     except Exception as exc:
@@ -47,39 +52,22 @@ def serve(conn: Connection, limits: ConvertLimits, chain_factory: str) -> None:
         return
     conn.send_bytes(Ready(pid=os.getpid()).model_dump_json().encode())
     while (raw := _next_job(conn)) is not None:
-        conn.send_bytes(_answer(chain, raw, limits))
+        conn.send_bytes(_answer(chain, raw, setup.limits))
 
 
-def load_chain_factory(path: str) -> ChainFactory:
-    """The callable named by `module:attribute`, which builds a worker's chain from its limits."""
-    module_name, _, attribute = path.partition(":")
-    factory = getattr(importlib.import_module(module_name), attribute)
-    if not callable(factory):
-        raise TypeError(f"{path} is not callable")
-    chain_factory: ChainFactory = factory
-    return chain_factory
-
-
-def _confine(limits: ConvertLimits) -> None:
-    # This is a fresh interpreter of our own (spawned), so setting its environment here is its start-up edge.
+def _quiet() -> None:
+    # This is a fresh interpreter of our own, so setting its environment here is its start-up edge.
     for name in _SINGLE_THREADED:
         os.environ[name] = "1"
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    soft = limits.memory_bytes if hard == resource.RLIM_INFINITY else min(limits.memory_bytes, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    # A crash on a hostile file must not leave a core dump holding the document's contents on disk.
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # Ctrl-C in a terminal reaches the whole process group; the parent decides when workers stop.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Library warnings about odd documents would flood the parent's log; the outcome is in the reply.
     warnings.simplefilter("ignore")
 
 
 def _next_job(conn: Connection) -> RawDocument | None:
-    """The next document to convert, or None when the parent said stop or went away."""
+    """The next document to convert, or None when the parent closed the connection or went away."""
     try:
         request = read_request(conn.recv_bytes())
-        if isinstance(request, Stop):
+        if not isinstance(request, Job):
             return None
         data = conn.recv_bytes()
     except (EOFError, OSError, ValueError):

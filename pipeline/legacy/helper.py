@@ -4,10 +4,10 @@ Reading rows, mapping them to items and scrubbing those is Python work, and so i
 does around SQLite. One process runs Python on one core at a time, and a thread would not help: while the
 import's Python holds the GIL, the local engine's writing thread waits for it again after every SQLite step,
 so the two ran one after the other (at 50,000 rows the import took 1.3 to 1.8 times as long as `store_many`
-alone). Here a spawned process runs `prepared_batches` from the checkpoint the migration reached and hands each
-batch over pickled, with the rows it counted; the migration only unpickles, stores and checkpoints. Unpickling
-builds the very items the helper made (ids are the same bytes), without validating them again: the helper runs
-only this project's code, over the workspace.
+alone). Here a child process (`pipeline.processes`) runs `prepared_batches` from the checkpoint the migration
+reached and hands each batch over pickled, with the rows it counted; the migration only unpickles, stores and
+checkpoints. Unpickling builds the very items the helper made (ids are the same bytes), without validating them
+again: the helper runs only this project's code, over the workspace.
 
 The helper changes where the work runs, nothing else. The migration reads in place while it starts, so it
 never waits for it; and when it fails (it dies, sends something unreadable, or its reading raises), the
@@ -19,14 +19,9 @@ in place would have. It is at most `AHEAD` batches ahead of the migration, and i
 
 from __future__ import annotations
 
-import asyncio
 import gc
-import json
 import logging
 import pickle
-import socket
-import subprocess
-import sys
 from collections.abc import AsyncGenerator
 from contextlib import closing, suppress
 from dataclasses import dataclass
@@ -37,14 +32,13 @@ from pipeline.legacy.batches import Batch, Skipped, add, prepared_batches, taken
 from pipeline.legacy.checkpoint import Checkpoint, SectionKeys
 from pipeline.legacy.sections import ReadStats
 from pipeline.legacy.workspace import LegacyWorkspace
+from pipeline.processes import ChildProcess, ChildSpec, exit_story
 from pipeline.scrub import Policy
 
 logger = logging.getLogger(__name__)
 
-# A fresh interpreter (a fork would copy the engine's threads and connections) that imports only the helper:
-# `multiprocessing`'s spawn would import the host's main module too (a benchmark's took 0.7 s of CPU).
-_MAIN = "import json, sys; sys.path[:0] = json.loads(sys.argv[2]); from pipeline.legacy.helper import main; main()"
-_REAP_S = 5.0
+HELPER = ChildSpec("pipeline.legacy.helper:serve")
+"""The helper process: a fresh interpreter that imports only this module (not the host's main module)."""
 AHEAD = 2
 """Batches the helper may hand over beyond those the migration took: with one, it would wait for each request,
 and every request would wake it (on a busy machine, at the cost of the migration's own turn on a core)."""
@@ -151,9 +145,8 @@ def _plan(plan: ReadPlan) -> tuple[Policy, Namespace, int]:
 class HelperProcess:
     """The migration's end of one helper process."""
 
-    def __init__(self, process: subprocess.Popen[bytes], conn: Connection) -> None:
-        self._process = process
-        self._conn = conn
+    def __init__(self, child: ChildProcess) -> None:
+        self._child = child
         self._ready = False
         self._failed = False
         self._closed = False
@@ -162,19 +155,12 @@ class HelperProcess:
     def start(cls, workspace: LegacyWorkspace, plan: ReadPlan) -> HelperProcess | None:
         """A helper starting to read `workspace` as `plan` says, or None (logged) when no process can start."""
         job = _Job(str(workspace.path), plan, gc.get_threshold())
-        ours, theirs = socket.socketpair()
-        fd = theirs.fileno()
         try:
-            # Its own process group: Ctrl-C is the migration's to handle, and the migration stops it.
-            command = [sys.executable, "-c", _MAIN, str(fd), json.dumps([p for p in sys.path if p])]
-            process = subprocess.Popen(command, pass_fds=(fd,), stdin=subprocess.DEVNULL, process_group=0)
+            child = ChildProcess.start(HELPER)
         except OSError as err:  # no more processes, or no interpreter to run
             logger.warning("legacy import reads in place: no helper process (%s)", err)
-            ours.close()
             return None
-        finally:
-            theirs.close()
-        helper = cls(process, Connection(ours.detach()))
+        helper = cls(child)
         try:
             helper._send(job)
         except HelperFailed:
@@ -184,16 +170,16 @@ class HelperProcess:
 
     @property
     def pid(self) -> int:
-        return self._process.pid
+        return self._child.pid
 
     def ready(self) -> bool:
         """Whether the helper is up; never waits. One that failed to start never is (and is closed)."""
         if self._ready or self._failed:
             return self._ready
         try:
-            if not self._conn.poll():
+            if not self._child.poll():
                 return False
-            greeting = _loaded(self._conn.recv_bytes())
+            greeting = _loaded(self._child.receive())
         except Exception as err:  # it died starting, or sent bytes that are no message
             greeting = _Failed(f"{type(err).__name__}: {err}")
         self._ready = isinstance(greeting, _Ready)
@@ -223,68 +209,36 @@ class HelperProcess:
         if self._closed:
             return
         self._closed = True
-        self._conn.close()
-        if self._process.poll() is None:
-            self._process.kill()
-        self._exit()
+        self._child.stop()
 
     def _grant(self) -> None:
         # A helper that has handed over its last batch has exited: the `_End` it sent is read next. One that
         # died is found out the same way.
         with suppress(OSError):
-            self._conn.send_bytes(pickle.dumps(_More()))
+            self._child.send(pickle.dumps(_More()))
 
     def _send(self, message: _Job | _Start) -> None:
         try:
-            self._conn.send_bytes(pickle.dumps(message))
+            self._child.send(pickle.dumps(message))
         except OSError as err:
             raise HelperFailed(f"its pipe is closed ({err})") from err
 
     async def _receive(self) -> object:
         try:
-            if not self._conn.poll():
-                await _readable(self._conn.fileno())
-            return _loaded(self._conn.recv_bytes())
+            return _loaded(await self._child.areceive())
         except EOFError:
-            raise HelperFailed(f"it exited ({self._exit()})") from None
+            self._closed = True
+            raise HelperFailed(f"it {exit_story(self._child.stop())}") from None
         except Exception as err:  # a broken pipe, or bytes that are no message
             raise HelperFailed(f"{type(err).__name__}: {err}") from err
 
-    def _exit(self) -> str:
-        try:
-            return f"exit code {self._process.wait(_REAP_S)}"
-        except subprocess.TimeoutExpired:
-            return "it does not exit"
-
 
 def _loaded(payload: bytes) -> object:
-    return pickle.loads(payload)  # from the helper this process spawned, running this module
+    return pickle.loads(payload)  # from the helper this process started, running this module
 
 
 def _reason(message: object) -> str:
     return message.reason if isinstance(message, _Failed) else f"it sent {type(message).__name__}"
-
-
-async def _readable(fd: int) -> None:
-    """Wait, without holding up the event loop, until `fd` can be read."""
-    loop = asyncio.get_running_loop()
-    readable: asyncio.Future[None] = loop.create_future()
-    loop.add_reader(fd, _settle, readable)
-    try:
-        await readable
-    finally:
-        loop.remove_reader(fd)
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-def main() -> None:
-    """The helper process (`_MAIN` runs it): serve the migration on the socket whose descriptor is argument 1."""
-    with Connection(int(sys.argv[1])) as conn:
-        serve(conn)
 
 
 def serve(conn: Connection) -> None:

@@ -29,14 +29,19 @@ def pool() -> Iterator[ConverterPool]:
 
 
 def wait_until_gone(pid: int) -> None:
-    """Block until `pid` has died (it may linger as a zombie until its parent reaps it)."""
+    """Block until `pid` has died (it may linger as a zombie until its parent reaps it).
+
+    Dead means every thread of it: a worker's main thread is a zombie a moment before its parent watch has
+    exited too, and until then the process has not closed its connection and cannot be reaped.
+    """
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            threads = os.listdir(f"/proc/{pid}/task")
         except FileNotFoundError:
             return
-        if state in {"Z", "X"}:
+        if state in {"Z", "X"} and threads == [str(pid)]:
             return
         time.sleep(0.01)
     raise AssertionError(f"process {pid} is still running")
@@ -130,13 +135,13 @@ def test_textual_formats_are_converted_in_process(pool: ConverterPool) -> None:
     document = pool.convert(RawDocument(b"# Notes\r\nkept  as is\r\n", filename="notes.md"))
     assert document.markdown == "# Notes\r\nkept  as is\r\n"
     assert document.metadata == {"converter": "native"}
-    assert all(worker._process is None for worker in pool._workers)  # no worker was started
+    assert all(worker.pid is None for worker in pool._workers)  # no worker was started
 
 
 def test_size_is_checked_before_a_worker_sees_the_bytes(pool: ConverterPool) -> None:
     with pytest.raises(InvalidRequestError, match=r"empty\.pdf: document body is empty$"):
         pool.convert(RawDocument(b"", filename="empty.pdf"))
-    assert all(worker._process is None for worker in pool._workers)
+    assert all(worker.pid is None for worker in pool._workers)
 
 
 def test_a_worker_that_cannot_start_is_an_engine_error() -> None:

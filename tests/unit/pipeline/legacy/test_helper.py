@@ -143,7 +143,7 @@ async def test_a_helper_that_cannot_open_the_workspace_is_never_ready(tmp_path: 
         helper = HelperProcess.start(opened, PLAN)
         assert helper is not None
         deadline = time.monotonic() + READY_S
-        while not helper._conn.poll():  # until it has said why
+        while not helper._child.poll():  # until it has said why
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)
         assert not helper.ready()
