@@ -88,7 +88,10 @@ def _redact_value(
     end = _run_end(text, start)
     value = text[start:end]
     if end - start < _first_floor(value, aggressive) or (accepts is not None and not accepts(value)):
-        out.append(text[start:end])  # too short to be a secret
+        if accepts is not None:
+            # Not a value, so perhaps the next marker: "bearer Bearer eyJ…" hides the token behind a word.
+            return start, 0
+        out.append(text[start:end])  # too short to be a secret (safety.md's walk skips it)
         return end, 0
     out.append(REDACTED)
     if text[end : end + 1] != " ":

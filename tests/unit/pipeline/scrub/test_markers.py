@@ -180,3 +180,17 @@ def test_matches_reference_algorithm_on_marker_rich_text(text: str) -> None:
 @given(st.text())
 def test_matches_reference_algorithm_on_any_text(text: str) -> None:
     assert redact_markers(FoldedText(text)) == reference_redact_markers(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A word after a marker is not its value, and may be the next marker: the token behind it is found.
+        ("bEARER Bearer 00000000 ", "bEARER Bearer [REDACTED] "),
+        ("the bearer Bearer abcdefgh12345 ok", "the bearer Bearer [REDACTED] ok"),
+        ("Bearer tokens are fine", "Bearer tokens are fine"),
+        ("bearer bearer bearer", "bearer bearer bearer"),
+    ],
+)
+def test_the_extended_rules_look_for_a_marker_right_after_a_word_that_is_no_value(text: str, expected: str) -> None:
+    assert sanitize_text(text).value == expected
