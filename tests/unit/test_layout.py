@@ -163,6 +163,7 @@ EXPORTING = [
     "engines.tools",
     "pipeline.convert",
     "pipeline.legacy",
+    "pipeline.processes",
     "pipeline.scrub",
     "sources",
     "worker.control",
