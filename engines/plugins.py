@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 
@@ -94,6 +94,83 @@ def refuse_shadowing(plugins: Sequence[Plugin], built_in: str) -> None:
                 f"{_named(plugin)} is built in, but {plugin} declares it too; "
                 "uninstall that distribution or ask its authors to rename the entry point"
             )
+
+
+@dataclass(frozen=True)
+class Offer:
+    """Where an offered name's module is (`module` or `module:attribute`), and who declared it: an entry point,
+    or empty for a name registered in code or by a setting."""
+
+    module: str
+    origin: str = ""
+
+
+class Offers:
+    """Names a registry offers, from three places, highest precedence first: registered (in code, or by a
+    setting), built in, declared by installed distributions under one entry-point group.
+
+    A built-in name is never replaced: an entry point declaring it with another module is refused when the name
+    is looked up, as a name two distributions declare differently is. Checking a registration is the
+    registry's own affair; here it simply wins over an entry point.
+    """
+
+    def __init__(self, built_in: Iterable[tuple[str, str]], plugins: Callable[[], Declared], remedy: str) -> None:
+        """`remedy` is the other way out offered when two distributions declare one name (" or …")."""
+        self._built_in = dict(built_in)
+        self._registered: dict[str, str] = {}
+        self._plugins = plugins
+        self._remedy = remedy
+
+    def known(self, name: str) -> str | None:
+        """The module registered or built in under `name` (entry points not consulted)."""
+        return self._registered.get(name) or self._built_in.get(name)
+
+    def register(self, name: str, module: str) -> None:
+        self._registered[name] = module
+
+    def unregister(self, name: str) -> None:
+        self._registered.pop(name, None)
+
+    def names(self) -> list[str]:
+        """Every name offered: built in, registered, then declared (none of them loaded)."""
+        return list(dict.fromkeys([*self._built_in, *self._registered, *self._plugins()]))
+
+    def find(self, name: str) -> Offer | None:
+        """Where `name`'s module is, or None; a refused entry point is a `ConfigError`."""
+        registered = self._registered.get(name)
+        if registered is not None:
+            return Offer(registered)
+        plugins = self._plugins().get(name, ())
+        built_in = self._built_in.get(name)
+        if built_in is not None:
+            refuse_shadowing(plugins, built_in)
+            return Offer(built_in)
+        if plugins:
+            plugin = chosen(plugins, self._remedy)
+            return Offer(plugin.value, origin=str(plugin))
+        return None
+
+
+def load_offered(what: str, value: str, attribute: str | None, origin: str, remedy: str) -> object:
+    """What `value` names (see `load_target`), for the registry entry `what` (`source kind 'x'`, say); a module
+    that fails to import, or lacks the attribute, is a `ConfigError` naming where it was declared.
+
+    `remedy` is the advice for a name registered in code or by a setting; a declared one is told to reinstall.
+    """
+    try:
+        return load_target(value, attribute)
+    except MemoryError:
+        raise
+    except Exception as err:  # a plugin's module may raise anything while it imports
+        name = target_name(value, attribute) if attribute is not None else value
+        raise ConfigError(f"{what}: cannot load {name} ({reason(err)}){remedy_for(origin, remedy)}") from err
+
+
+def remedy_for(origin: str, otherwise: str) -> str:
+    """How a message about a broken plugin ends: where it was declared and what to do, else `otherwise`."""
+    if origin:
+        return f"; it is declared by {origin}: reinstall a working version or uninstall it"
+    return otherwise
 
 
 def load_target(value: str, attribute: str | None = None) -> object:

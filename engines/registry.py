@@ -21,16 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engines.contract import ConfigError, EngineDescriptor, MemoryEngine
-from engines.plugins import (
-    ENGINES_GROUP,
-    Declared,
-    chosen,
-    declared,
-    load_target,
-    no_plugins,
-    reason,
-    refuse_shadowing,
-)
+from engines.plugins import ENGINES_GROUP, Declared, Offers, declared, load_offered, no_plugins, remedy_for
 from engines.settings import EngineCredential, EngineSettings
 
 
@@ -52,26 +43,15 @@ class EngineEntry:
     def load(self) -> _EngineModule:
         """The engine's module, imported on first use; one that fails to import, or lacks a `DESCRIPTOR` of
         this id or a `build`, is a `ConfigError` naming where it was declared."""
-        try:
-            module = load_target(self.module)
-        except MemoryError:
-            raise
-        except Exception as err:  # a plugin's module may raise anything while it imports
-            raise ConfigError(
-                f'memory engine "{self.id}": cannot load {self.module} ({reason(err)}){self._remedy()}'
-            ) from err
+        what = f'memory engine "{self.id}"'
+        module = load_offered(what, self.module, None, self.origin, "")
         descriptor = getattr(module, "DESCRIPTOR", None)
         if not isinstance(descriptor, EngineDescriptor) or descriptor.id != self.id:
             wrong = f"{self.module}.DESCRIPTOR is not the descriptor of that engine"
-            raise ConfigError(f'memory engine "{self.id}": {wrong}{self._remedy()}')
+            raise ConfigError(f"{what}: {wrong}{remedy_for(self.origin, '')}")
         if not callable(getattr(module, "build", None)):
-            raise ConfigError(f'memory engine "{self.id}": {self.module} has no build function{self._remedy()}')
+            raise ConfigError(f"{what}: {self.module} has no build function{remedy_for(self.origin, '')}")
         return cast(_EngineModule, module)
-
-    def _remedy(self) -> str:
-        if self.origin:
-            return f"; it is declared by {self.origin}: reinstall a working version or uninstall it"
-        return ""
 
 
 class Registry:
@@ -82,36 +62,26 @@ class Registry:
     """
 
     def __init__(self, built_in: Iterable[EngineEntry] = (), plugins: Callable[[], Declared] = no_plugins) -> None:
-        self._built_in = {entry.id: entry for entry in built_in}
-        self._entries: dict[str, EngineEntry] = {}
-        self._plugins = plugins
+        self._offers = Offers(((entry.id, entry.module) for entry in built_in), plugins, "")
 
     def register(self, entry: EngineEntry) -> None:
         """Offer `entry`'s engine, over any entry point of that id; a taken id is refused."""
-        if entry.id in self._entries or entry.id in self._built_in:
+        if self._offers.known(entry.id) is not None:
             raise ConfigError(f'memory engine "{entry.id}" is registered twice')
-        self._entries[entry.id] = entry
+        self._offers.register(entry.id, entry.module)
 
     def ids(self) -> list[str]:
         """Every engine offered: built in, registered, then declared by entry points (none of them loaded)."""
-        return list(dict.fromkeys([*self._built_in, *self._entries, *self._plugins()]))
+        return self._offers.names()
 
     def entry(self, engine_id: str) -> EngineEntry:
         """The entry of `engine_id`; an unknown id, or an entry point that cannot stand for it (a built-in id,
         declared twice), is `ConfigError`."""
-        entry = self._entries.get(engine_id)
-        if entry is not None:
-            return entry
-        plugins = self._plugins().get(engine_id, ())
-        entry = self._built_in.get(engine_id)
-        if entry is not None:
-            refuse_shadowing(plugins, entry.module)
-            return entry
-        if plugins:
-            plugin = chosen(plugins, "")
-            return EngineEntry(engine_id, plugin.value, origin=str(plugin))
-        offered = ", ".join(self.ids())
-        raise ConfigError(f'unknown memory engine "{engine_id}"; this build offers {offered}')
+        found = self._offers.find(engine_id)
+        if found is None:
+            offered = ", ".join(self.ids())
+            raise ConfigError(f'unknown memory engine "{engine_id}"; this build offers {offered}')
+        return EngineEntry(engine_id, found.module, origin=found.origin)
 
 
 def _discovered() -> Declared:

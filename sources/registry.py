@@ -21,17 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from engines.contract import ConfigError, InvalidRequestError, UnsupportedError
-from engines.plugins import (
-    SOURCES_GROUP,
-    Declared,
-    chosen,
-    declared,
-    load_target,
-    no_plugins,
-    reason,
-    refuse_shadowing,
-    target_name,
-)
+from engines.plugins import SOURCES_GROUP, Declared, Offers, declared, load_offered, no_plugins, remedy_for, target_name
 from sources.base import ReaderOptions, SourceReader
 from sources.config import SourceConfigKind, SourceEntry, SourceRequest
 
@@ -64,21 +54,17 @@ class SourceKindEntry:
 
     def load(self) -> KindSpec:
         """The kind's spec (importing its module on first use); a broken plugin is a `ConfigError`."""
-        name = target_name(self.module, "SPEC")
-        try:
-            spec = load_target(self.module, "SPEC")
-        except MemoryError:
-            raise
-        except Exception as err:  # a plugin's module may raise anything while it imports
-            raise ConfigError(f"source kind {self.kind!r}: cannot load {name} ({reason(err)}){self._remedy()}") from err
+        what = f"source kind {self.kind!r}"
+        spec = load_offered(what, self.module, "SPEC", self.origin, _SETTING_REMEDY)
         if not isinstance(spec, KindSpec) or spec.kind != self.kind:
-            raise ConfigError(f"source kind {self.kind!r}: {name} is not the KindSpec of that kind{self._remedy()}")
+            name = target_name(self.module, "SPEC")
+            raise ConfigError(
+                f"{what}: {name} is not the KindSpec of that kind{remedy_for(self.origin, _SETTING_REMEDY)}"
+            )
         return spec
 
-    def _remedy(self) -> str:
-        if self.origin:
-            return f"; it is declared by {self.origin}: reinstall a working version or uninstall it"
-        return "; check the module named for it in the source_kinds setting (TINYMEMORY_SOURCE_KINDS)"
+
+_SETTING_REMEDY = "; check the module named for it in the source_kinds setting (TINYMEMORY_SOURCE_KINDS)"
 
 
 class SourceRegistry:
@@ -89,40 +75,31 @@ class SourceRegistry:
     """
 
     def __init__(self, built_in: Iterable[SourceKindEntry] = (), plugins: Callable[[], Declared] = no_plugins) -> None:
-        self._built_in = {entry.kind: entry for entry in built_in}
-        self._entries: dict[str, SourceKindEntry] = {}
-        self._plugins = plugins
+        remedy = " or name the module to use in the source_kinds setting (TINYMEMORY_SOURCE_KINDS)"
+        self._offers = Offers(((entry.kind, entry.module) for entry in built_in), plugins, remedy)
 
     def register(self, entry: SourceKindEntry) -> None:
         """Offer `entry`'s kind, over any entry point of that name; the same entry again is a no-op (every
         process registers its settings' kinds), another module under a taken name is refused."""
-        known = self._entries.get(entry.kind) or self._built_in.get(entry.kind)
-        if known is not None and known != entry:
-            raise ConfigError(f"source kind {entry.kind!r} is registered twice ({known.module}, {entry.module})")
-        self._entries[entry.kind] = entry
+        known = self._offers.known(entry.kind)
+        if known is not None and known != entry.module:
+            raise ConfigError(f"source kind {entry.kind!r} is registered twice ({known}, {entry.module})")
+        self._offers.register(entry.kind, entry.module)
 
     def unregister(self, kind: str) -> None:
         """Stop offering `kind` (a test's own kind, once the test is done)."""
-        self._entries.pop(kind, None)
+        self._offers.unregister(kind)
 
     def kinds(self) -> list[str]:
         """Every kind offered: built in, registered, then declared by entry points (none of them loaded)."""
-        return list(dict.fromkeys([*self._built_in, *self._entries, *self._plugins()]))
+        return self._offers.names()
 
     def entry(self, kind: str) -> SourceKindEntry:
         """The entry of `kind`; a known but unbuilt kind is `UnsupportedError`, any other `InvalidRequestError`,
         and an entry point that cannot stand for it (a built-in name, declared twice) `ConfigError`."""
-        entry = self._entries.get(kind)
-        if entry is not None:
-            return entry
-        plugins = self._plugins().get(kind, ())
-        entry = self._built_in.get(kind)
-        if entry is not None:
-            refuse_shadowing(plugins, entry.module)
-            return entry
-        if plugins:
-            plugin = chosen(plugins, " or name the module to use in the source_kinds setting (TINYMEMORY_SOURCE_KINDS)")
-            return SourceKindEntry(kind, plugin.value, origin=str(plugin))
+        found = self._offers.find(kind)
+        if found is not None:
+            return SourceKindEntry(kind, found.module, origin=found.origin)
         offered = ", ".join(_typed(k) for k in self.kinds())
         if kind in _BUILT_IN:
             name = SourceConfigKind(kind).alias
