@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.distributions import CAPTION_CONVERTER
+
 pytestmark = pytest.mark.e2e
 
 PYPROJECT = """\
@@ -89,24 +91,8 @@ def configure(request):
 
 
 SPEC = KindSpec(kind=KIND, target="path", summary="notes in a JSON file", configure=configure, build=NotesReader)
-
-
-class CaptionConverter:
-    name = "caption"
-
-    def __init__(self, limits):
-        self.limits = limits
-
-    def supports(self, fmt):
-        return fmt is DocumentFormat.IMAGE
-
-    def convert(self, raw, fmt=None):
-        caption = raw.data.partition(b"CAPTION:")[2].decode()
-        return ConvertedDocument(
-            markdown=caption, title=raw.filename, format=DocumentFormat.IMAGE, language=None,
-            source_size=len(raw.data), metadata={"converter": self.name},
-        )
 '''
+
 
 BROKEN_ENGINE = "[tinymemory.engines]\ntm_broken = tm_plugin_missing_engine\n"
 
@@ -116,7 +102,7 @@ def _install(tmp_path: Path) -> Path:
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text(PYPROJECT)
-    (project / "tm_notes_plugin.py").write_text(MODULE)
+    (project / "tm_notes_plugin.py").write_text(MODULE + CAPTION_CONVERTER)
     site = tmp_path / "site"
     pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
     subprocess.run([*pip, "--disable-pip-version-check", "--target", str(site), str(project)], check=True)

@@ -14,33 +14,22 @@ from engines.contract import ConfigError
 from engines.plugins import CONVERTERS_GROUP
 from pipeline.convert import ConvertLimits, NativeConverter, OfficeConverter, RawDocument, convert_document
 from pipeline.convert.chain import default_chain, native_chain, warm_chain
-from tests.fixtures.distributions import fake_distribution, plugin_site
+from tests.fixtures.distributions import CAPTION_CONVERTER, fake_distribution, plugin_site
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 # A plugin's module: "reads" an image's caption, as a distribution would ship an OCR converter.
-CAPTION_MODULE = """
+CAPTION_MODULE = (
+    """
 from pipeline.convert import ConvertedDocument
 from pipeline.sniff import DocumentFormat, sniff
 
 WARMED = []
 
 
-class CaptionConverter:
-    name = "caption"
-
-    def __init__(self, limits):
-        self.limits = limits
-
-    def supports(self, fmt):
-        return fmt is DocumentFormat.IMAGE
-
-    def convert(self, raw, fmt=None):
-        caption = raw.data.partition(b"CAPTION:")[2].decode()
-        return ConvertedDocument(
-            markdown=caption, title=raw.filename, format=DocumentFormat.IMAGE, language=None,
-            source_size=len(raw.data), metadata={"converter": self.name},
-        )
+"""
+    + CAPTION_CONVERTER
+    + """
 
     def warm_up(self):
         WARMED.append(self.limits)
@@ -54,6 +43,7 @@ class Greedy(CaptionConverter):
 def nothing(limits):
     return object()
 """
+)
 
 
 @pytest.fixture
