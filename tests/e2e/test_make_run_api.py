@@ -4,15 +4,13 @@ by meaning once the default embedder (MiniLM) has embedded them."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.fixtures.processes import served_url
+from tests.fixtures.processes import serving
 
 pytestmark = pytest.mark.e2e
 
@@ -22,17 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_make_run_serves_the_notes_it_ingested(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TINYMEMORY_")}  # a newcomer's defaults
     env.update(TINYMEMORY_DATA_DIR=str(tmp_path / "data"), TINYMEMORY_API_PORT="0")
-    process = subprocess.Popen(
-        ["make", "--no-print-directory", "run"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        url = served_url(process)
+    with serving(["make", "--no-print-directory", "run"], REPO, env) as url:
         response = httpx.post(f"{url}/v1/fetch", json={"query": "freeze", "mode": "keyword", "limit": 3}, timeout=10)
         assert response.status_code == 200
         hits = response.json()["hits"]
@@ -46,7 +34,3 @@ def test_make_run_serves_the_notes_it_ingested(tmp_path: Path) -> None:
             found = [hit for hit in hits if hit["meta"].get("file_path", "").endswith("release-plan.md")]
             time.sleep(0.5)
         assert found, "the release plan was not found by meaning within 120 s"
-    finally:
-        os.killpg(process.pid, signal.SIGINT)
-        _, rest = process.communicate(timeout=30)
-    assert "Traceback" not in rest

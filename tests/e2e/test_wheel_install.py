@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import signal
 import site
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.fixtures.processes import served_url
+from tests.fixtures.processes import serving
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -87,17 +86,7 @@ def test_tinymemory_up_from_the_wheel_serves_the_console_and_fetch(installed: Pa
         PATH=f"{installed / 'bin'}{os.pathsep}{env.get('PATH', '')}",
     )
     env.pop("PYTHONPATH", None)
-    process = subprocess.Popen(
-        [str(installed / "bin" / "tinymemory"), "up", str(notes)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        url = served_url(process)
+    with serving([str(installed / "bin" / "tinymemory"), "up", str(notes)], tmp_path, env) as url:
         console = httpx.get(f"{url}/", timeout=10, follow_redirects=True)
         assert console.status_code == 200 and "text/html" in console.headers["content-type"]
         assert "tinymemory" in console.text.lower()
@@ -107,7 +96,3 @@ def test_tinymemory_up_from_the_wheel_serves_the_console_and_fetch(installed: Pa
         assert answer.status_code == 200
         hits = answer.json()["hits"]
         assert [Path(hit["meta"]["file_path"]).name for hit in hits] == ["kiln.md"]
-    finally:
-        os.killpg(process.pid, signal.SIGINT)
-        _, rest = process.communicate(timeout=30)
-    assert "Traceback" not in rest
