@@ -12,14 +12,18 @@ import errno
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import uvicorn
-from fastapi import FastAPI
 
 from engines.contract import ConfigError
 from worker.control import check_listen
 from worker.settings import Settings
 from worker.token_store import TokenStore
+
+if TYPE_CHECKING:
+    # Only named: `tinymemory ingest` imports this module and must not pay for importing FastAPI.
+    from fastapi import FastAPI
 
 
 def bind(settings: Settings) -> socket.socket:
