@@ -26,9 +26,9 @@ from engines.settings import EngineCredential
 from sources import SourceEntry
 from tinymemory_ingest.cortex_double import CortexDouble, DoubleConfig, serve
 from worker import control
+from worker.erasure.job import ErasureSettings
 from worker.erasure.request import ErasureReceipt, ErasureTarget
 from worker.erasure.runner import InProcessErasures
-from worker.jobs import ErasureSettings
 from worker.records import ManifestEntry
 from worker.state.sqlite import SqliteStateStore
 

@@ -27,6 +27,7 @@ from worker.cluster.deliveries import Swept
 from worker.cluster.metrics import record_batch, record_sweep
 from worker.cluster.queues import BEAT_TASK, ERASE_TASK, INGEST_TASK, SYNC_TASK
 from worker.cluster.runtime import ClusterRuntime, enqueue_sync, sync_again, sync_lease
+from worker.erasure.job import run_erasure
 from worker.logs import job_fields
 from worker.records import Change, DeadLetter
 
@@ -123,7 +124,7 @@ def run_erase(task: Task[Any, None], erasure_id: str) -> None:
     final = task.request.retries >= ERASE_MAX_RETRIES
     try:
         with job_fields(erasure_id=erasure_id):
-            receipt = asyncio.run(jobs.run_erasure(rt.context, erasure_id, give_up=final))
+            receipt = asyncio.run(run_erasure(rt.context, erasure_id, give_up=final))
             logger.info("erasure %s: %s", erasure_id, receipt.status)
     except NotFoundError as err:
         logger.error("erasure %s not run: %s", erasure_id, err)

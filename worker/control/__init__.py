@@ -22,7 +22,6 @@ from sources import SourceEntry, SourceRequest
 from worker.control.letters import dead_letters, letter_id, purge_dead_letters, replay_dead_letter, replay_dead_letters
 from worker.control.results import (
     ClusterProbe,
-    ErasureRunner,
     Replay,
     RunBoard,
     SourceDetail,
@@ -58,6 +57,7 @@ from worker.control.tokens import (
 from worker.control.tools import guarded_tools
 from worker.erasure.operations import (
     CLI_CALLER,
+    ErasureRunner,
     erasure_status,
     refuse_erased_store,
     request_erasure,

@@ -26,16 +26,6 @@ class RunBoard(Protocol):
     def runs(self) -> list[RunView]: ...
 
 
-class ErasureRunner(Protocol):
-    """Runs erasures: as tasks of this process (embedded) or on the erase workers' queue (distributed).
-
-    `submit` returns once the erasure is handed over, never when it ends; handing over the same id twice
-    is harmless (the second run finds it done).
-    """
-
-    async def submit(self, erasure_id: str) -> None: ...
-
-
 class ClusterProbe(Protocol):
     """What a distributed pipeline adds to a status: its queues and the workers that answer."""
 

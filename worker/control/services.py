@@ -6,7 +6,8 @@ from typing import TypeVar
 
 from engines.contract import MemoryEngine
 from sources import register_kinds
-from worker.control.results import ClusterProbe, ErasureRunner, SyncRunner
+from worker.control.results import ClusterProbe, SyncRunner
+from worker.erasure.operations import ErasureRunner
 from worker.settings import Settings
 from worker.state.base import StateStore
 from worker.wiring import Closeable, open_engine, open_state

@@ -9,12 +9,23 @@ the agent tools of the API and of `tinymemory mcp` (`worker.control.tools`) refu
 from __future__ import annotations
 
 import uuid
+from typing import Protocol
 
 from engines.contract import ConflictError, ItemKind, Namespace, NotFoundError
 from sources import SourceEntry
-from worker.control.results import ErasureRunner
 from worker.erasure.request import ErasureReceipt, ErasureRequest, ErasureTarget, Tombstone, refusing, scopes_over
 from worker.state.base import StateStore
+
+
+class ErasureRunner(Protocol):
+    """Runs erasures: as tasks of this process (embedded) or on the erase workers' queue (distributed).
+
+    `submit` returns once the erasure is handed over, never when it ends; handing over the same id twice
+    is harmless (the second run finds it done).
+    """
+
+    async def submit(self, erasure_id: str) -> None: ...
+
 
 CLI_CALLER = "cli"
 """Who asked, in the receipt of an erasure asked for on the command line (the API records the token's name)."""

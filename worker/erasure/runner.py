@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 
 from engines.contract import Error, MemoryEngine
-from worker.jobs import ErasureContext, ErasureSettings, run_erasure
+from worker.erasure.job import ErasureContext, ErasureSettings, run_erasure
 from worker.state.base import StateStore
 
 logger = logging.getLogger(__name__)

@@ -1,18 +1,17 @@
 """The job functions every runtime calls, and what they run with.
 
-    sync_source   (`jobs.sync`)    list a source's units (or what changed since its cursor), diff them
-                                   against the manifest, hand the changes to the dispatcher in batches
-    ingest_batch  (`jobs.ingest`)  one batch through read → convert → items → store_many, checkpointed
-                                   after every acknowledged call
-    run_erasure   (`jobs.erase`)   erase a source or a namespace subtree: tombstone, drain the running
-                                   jobs' leases, erase or forget, purge the state, verify, receipt
+    sync_source   (`sync`)    list a source's units (or what changed since its cursor), diff them against the
+                              manifest, hand the changes to the dispatcher in batches
+    ingest_batch  (`ingest`)  one batch through read → convert → items → store_many, checkpointed after every
+                              acknowledged call
 
-All three are idempotent: item ids are fingerprints and the manifest is committed only after the engine
-acknowledged, so a redelivered job is a replay. `JobContext` (`jobs.context`) names what a runtime provides
+The third job, `run_erasure`, is the erasure feature's (`worker.erasure.job`).
+
+Both are idempotent: item ids are fingerprints and the manifest is committed only after the engine
+acknowledged, so a redelivered job is a replay. `JobContext` (`context`) names what a runtime provides
 as small protocols; the embedded and the Celery runtimes build one each.
 """
 
-from worker.erasure.job import ErasureContext, ErasureSettings, erasure_lease, run_erasure
 from worker.jobs.context import (
     JOB_LEASE_S,
     Converter,
@@ -36,8 +35,6 @@ __all__ = [
     "MIN_TEXT_UNITS",
     "Converter",
     "Dispatcher",
-    "ErasureContext",
-    "ErasureSettings",
     "JobContext",
     "PipelineSettings",
     "Prepared",
@@ -51,12 +48,10 @@ __all__ = [
     "diff_delta",
     "diff_units",
     "due_sources",
-    "erasure_lease",
     "ingest_batch",
     "job_lease",
     "needs_converter_worker",
     "read_text_unit",
     "read_unit",
-    "run_erasure",
     "sync_source",
 ]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Protocol
 
-from engines.contract import InvalidRequestError
-from worker.control.services import Services
+from engines.contract import InvalidRequestError, MemoryEngine
 from worker.legacy.job import (
     LegacyImportRecord,
     LegacyImportRequest,
@@ -21,8 +21,25 @@ from worker.legacy.job import (
     import_id,
     import_legacy,
 )
+from worker.settings import Settings
+from worker.state.base import StateStore
 
 logger = logging.getLogger(__name__)
+
+
+class Services(Protocol):
+    """What an import runs against: the settings, the engine and the state store (`worker.control.Services`)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def embedded(self) -> bool: ...
+
+    def engine(self) -> MemoryEngine: ...
+
+    def state(self) -> StateStore: ...
+
 
 _RUNNING: set[asyncio.Task[LegacyImportRecord]] = set()
 

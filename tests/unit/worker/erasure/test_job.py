@@ -40,9 +40,10 @@ from pipeline.convert import ConvertedDocument, RawDocument, native_chain
 from sources import SourceEntry, SourceReaders
 from worker import control
 from worker.embedded.dispatch import InProcessDispatcher
+from worker.erasure.job import ErasureSettings, run_erasure
 from worker.erasure.request import ErasureReceipt, ErasureTarget, Tombstone
 from worker.erasure.runner import InProcessErasures
-from worker.jobs import ErasureSettings, JobContext, ingest_batch, job_lease, run_erasure, sync_source
+from worker.jobs import JobContext, ingest_batch, job_lease, sync_source
 from worker.records import Change
 from worker.state.sqlite import SqliteStateStore
 
