@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from tests.fixtures.processes import serving
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
+_NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", ".tinymemory")
 
 
 def _run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -46,7 +48,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     # setuptools 70.1 and later build wheels by themselves; an older one is left to pip's isolated build.
     isolation = ["--no-build-isolation"] if _setuptools_builds_wheels() else []
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-w", work / "dist", REPO, cwd=work)
+    # Built from a copy: setuptools writes its build folder into the tree it builds.
+    source = work / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*_NOT_SOURCE))
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-w", work / "dist", source, cwd=work)
     wheel = next((work / "dist").glob("tinymemory_ingest-*.whl"))
     venv = work / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=work)
