@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint install bench browser
+.PHONY: run test lint install bench browser ocr
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,10 +13,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) ocr
 
 # The main job on the embedded default: ingest the sample notes, serve them (the URL is printed), follow changes until Ctrl-C.
-run: $(STAMP)
+run: $(STAMP) ocr
 	TINYMEMORY_DATA_DIR=$${TINYMEMORY_DATA_DIR:-.tinymemory} $(BIN)/tinymemory up examples/notes
 
 # The console's browser tests drive Debian's Chromium: installed here when missing and possible (as root with
@@ -27,7 +27,15 @@ browser:
 		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; }; } || \
 		echo "no Chromium could be installed (apt-get install chromium): the browser tests will skip"
 
-test: $(STAMP) browser
+# Scans and images are read by Tesseract: its language data comes from Debian's packages, installed here when
+# missing and possible; without it the OCR tests skip and say why, and a build dead-letters scans with the reason.
+ocr:
+	@test -f /usr/share/tesseract-ocr/5/tessdata/eng.traineddata || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null 2>&1 || \
+		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; }; }; } || \
+		echo "no Tesseract language data could be installed (apt-get install tesseract-ocr tesseract-ocr-eng): the OCR tests will skip"
+
+test: $(STAMP) browser ocr
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest

@@ -106,8 +106,8 @@ class SyncReport(_Record):
 
 
 class BatchReport(_Record):
-    """What one ingest batch did: units done, items stored, replayed and forgotten, units failed, and units
-    dropped because their source or namespace was erased meanwhile (a tombstone).
+    """What one ingest batch did: units done, items stored, replayed and forgotten, units failed, units dropped
+    because their source or namespace was erased meanwhile (a tombstone), and units skipped for holding no text.
 
     The batch counts into its report as it goes, so the report is not frozen; a misspelled count is still
     refused, on assignment as on construction.
@@ -123,6 +123,8 @@ class BatchReport(_Record):
     forgotten: int = 0
     failed: int = 0
     dropped: int = 0
+    no_text: list[str] = Field(default_factory=list)
+    """Units skipped because their converter found no text in them (`unit: why`): neither stored nor failed."""
 
 
 class SyncOutcome(_Record):

@@ -22,6 +22,7 @@ from pydantic_settings import (
 
 from engines.registry import MemoryConfig
 from engines.settings import EngineCredential, EngineSettings
+from pipeline.convert import OcrSettings
 
 _CONFIG_FILE: contextvars.ContextVar[str | None] = contextvars.ContextVar("tinymemory_config_file", default=None)
 
@@ -47,6 +48,9 @@ class Settings(BaseSettings):
     convert_concurrency: int | None = Field(default=None, ge=1)
     convert_timeout_s: float = 60.0
     convert_memory_mb: int = 1024
+    # Scans and images read by OCR (Tesseract): languages, resolution and caps; TINYMEMORY_OCR__LANGUAGES='["eng",
+    # "deu"]' or `[ocr] languages = ["eng", "deu"]` in the TOML file. A language not installed stops start-up.
+    ocr: OcrSettings = Field(default_factory=OcrSettings)
     max_file_mb: float = 10.0
     item_max_chars: int = 8 * 1024 * 1024
     # Calls of one store_many the engine answers Unavailable before giving up: in embedded mode the units

@@ -9,7 +9,7 @@ import logging
 from typing import Protocol, runtime_checkable
 
 from engines.contract import MemoryEngine
-from pipeline.convert import ConvertLimits
+from pipeline.convert import ConvertLimits, ocr_unavailable
 from pipeline.items import ItemRules
 from sources import ReaderOptions
 from worker.jobs import PipelineSettings
@@ -67,7 +67,22 @@ def reader_options(settings: Settings) -> ReaderOptions:
 
 
 def convert_limits(settings: Settings) -> ConvertLimits:
-    return ConvertLimits(timeout_s=settings.convert_timeout_s, memory_bytes=settings.convert_memory_mb * MIB)
+    return ConvertLimits(
+        timeout_s=settings.convert_timeout_s, memory_bytes=settings.convert_memory_mb * MIB, ocr=settings.ocr
+    )
+
+
+_OCR_WARNED: set[str] = set()
+
+
+def check_ocr(settings: Settings) -> None:
+    """At start-up: a language the settings name that is not installed stops the process (`ConfigError`); a
+    build that cannot read scans at all says so once, in the log, and its scans and images are dead-lettered
+    with the reason."""
+    reason = ocr_unavailable(settings.ocr)
+    if reason is not None and reason not in _OCR_WARNED and settings.ocr.enabled:
+        _OCR_WARNED.add(reason)
+        logger.warning("scanned PDFs and images cannot be read: %s", reason)
 
 
 def pipeline_settings(settings: Settings, converter_processes: int, *, in_task: bool) -> PipelineSettings:

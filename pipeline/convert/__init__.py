@@ -2,8 +2,9 @@
 
 `convert_document` runs the size check, sniffing and a `ConverterChain` in this process. `ConverterPool`
 runs the same in worker processes under a time limit and a memory ceiling, and is how a host converts files
-it did not write. The `NativeConverter` keeps markdown, plain text and code byte-exact; the
-`OfficeConverter` hands everything else to markitdown (pdfminer.six for PDF, so page breaks survive).
+it did not write. The `NativeConverter` keeps markdown, plain text and code byte-exact; the `ImageConverter`
+reads images by OCR (Tesseract, `OcrSettings`); the `OfficeConverter` hands everything else to markitdown
+(pdfminer.six for PDF, so page breaks survive, and OCR for the pages without a text layer).
 """
 
 from pipeline.convert.chain import ConverterChain, convert_document, convert_natively, default_chain, native_chain
@@ -16,8 +17,10 @@ from pipeline.convert.limits import (
     ConvertLimits,
 )
 from pipeline.convert.native import NativeConverter
+from pipeline.convert.ocr import OcrSettings, ocr_unavailable
 from pipeline.convert.office import OfficeConverter
 from pipeline.convert.pool import ConverterPool
+from pipeline.convert.scans import ImageConverter
 
 __all__ = [
     "MAX_DECOMPRESSED_BYTES",
@@ -28,11 +31,14 @@ __all__ = [
     "ConverterChain",
     "ConverterPool",
     "DocumentConverter",
+    "ImageConverter",
     "NativeConverter",
+    "OcrSettings",
     "OfficeConverter",
     "RawDocument",
     "convert_document",
     "convert_natively",
     "default_chain",
     "native_chain",
+    "ocr_unavailable",
 ]

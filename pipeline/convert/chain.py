@@ -13,11 +13,12 @@ from pipeline.convert.limits import ConvertLimits, over_limit
 from pipeline.convert.native import NativeConverter
 from pipeline.convert.office import OfficeConverter
 from pipeline.convert.plugins import plugin_converters
+from pipeline.convert.scans import ImageConverter
 from pipeline.sniff import DocumentFormat, sniff
 
 # Why a format no converter takes is refused, where a better reason than "no converter" exists.
 _NO_TEXT_REASONS = {
-    DocumentFormat.IMAGE: "image files have no text to extract",
+    DocumentFormat.IMAGE: "images are read only by OCR, which is turned off (ocr.enabled = false)",
     DocumentFormat.AUDIO: "audio files have no text to extract (nothing here transcribes speech)",
 }
 
@@ -83,9 +84,11 @@ def native_chain() -> ConverterChain:
 
 def default_chain(limits: ConvertLimits | None = None) -> ConverterChain:
     """Every format this build converts: the converters installed distributions declare (`tinymemory.converters`,
-    found in this process), then the Office converter, then the native one."""
+    found in this process), then OCR for images, the Office converter and the native one."""
     limits = ConvertLimits() if limits is None else limits
-    return ConverterChain([*plugin_converters(limits), OfficeConverter(limits), NativeConverter()])
+    return ConverterChain(
+        [*plugin_converters(limits), ImageConverter(limits), OfficeConverter(limits), NativeConverter()]
+    )
 
 
 def warm_chain(limits: ConvertLimits) -> ConverterChain:

@@ -61,6 +61,22 @@ def converted(
     )
 
 
+def nothing_read(
+    raw: RawDocument, fmt: DocumentFormat, *, converter: str, why: str, metadata: dict[str, str] | None = None
+) -> ConvertedDocument:
+    """A document in which its converter found no text worth keeping (OCR on a photograph): empty, and marked
+    `no_text` with `why`, so the pipeline skips it with that reason instead of storing noise or dead-lettering
+    it."""
+    return ConvertedDocument(
+        markdown="",
+        title=None,
+        format=fmt,
+        language=None,
+        source_size=len(raw.data),
+        metadata={"converter": converter, **(metadata or {}), "no_text": why},
+    )
+
+
 def _valid_unicode(text: str) -> str:
     """`text` with any lone surrogate (a parser's broken decoding) replaced, as stored text must be Unicode."""
     try:

@@ -46,7 +46,8 @@ def _without_userinfo(url: str) -> str:
 
 @dataclass(frozen=True)
 class ConvertedDocument:
-    """A document as markdown, ready for scrubbing; `markdown` is never blank.
+    """A document as markdown, ready for scrubbing; `markdown` is never blank, but in a document its converter
+    found no text in (marked `no_text` in its metadata, with the reason: see `converter.nothing_read`).
 
     Markdown, plain text and code are their bytes decoded, unchanged; everything else is what the
     converter made of it. A PDF's pages are separated by one form feed (U+000C) each, an empty page keeping
@@ -60,3 +61,8 @@ class ConvertedDocument:
     language: str | None
     source_size: int
     metadata: dict[str, str]
+
+    @property
+    def no_text(self) -> str | None:
+        """Why its converter found no text in it (the document is then empty and skipped), else None."""
+        return self.metadata.get("no_text")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engines.contract import ConfigError
+from pipeline.convert.ocr import OcrSettings
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -23,7 +24,8 @@ class ConvertLimits:
 
     `max_input_bytes` and `max_decompressed_bytes` are checked before any library sees the bytes;
     `max_spreadsheet_cells` before a spreadsheet is parsed; `timeout_s` and `memory_bytes` are enforced by the
-    `ConverterPool` on its worker processes (an in-process conversion has no clock and no ceiling).
+    `ConverterPool` on its worker processes (an in-process conversion has no clock and no ceiling); for a scan
+    read by OCR the clock restarts at each page. `ocr` says how scans and images are read, with their own caps.
     """
 
     max_input_bytes: int = MAX_DOCUMENT_BYTES
@@ -31,6 +33,7 @@ class ConvertLimits:
     max_spreadsheet_cells: int = MAX_SPREADSHEET_DENSE_CELLS
     timeout_s: float = DEFAULT_TIMEOUT_S
     memory_bytes: int = DEFAULT_MEMORY_BYTES
+    ocr: OcrSettings = field(default_factory=OcrSettings)
 
     def __post_init__(self) -> None:
         for name in ("max_input_bytes", "max_decompressed_bytes", "max_spreadsheet_cells", "timeout_s", "memory_bytes"):

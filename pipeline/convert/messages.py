@@ -1,7 +1,8 @@
 """What a `ConverterPool` and its worker processes say to each other over their connection.
 
 The parent sends a `Setup` first and the worker greets with `Ready` (or `Failed`, when it cannot start); then
-each `Job` gets one `Done` or `Failed`. Closing the connection tells a worker to exit.
+each `Job` gets one `Done` or `Failed`, after a `Page` for each page read by OCR on the way (so the parent's
+clock runs per page). Closing the connection tells a worker to exit.
 
 Both directions are JSON read back through pydantic, never pickle: a worker parses hostile files, and a
 worker subverted by one must not be able to run code in the parent by what it sends back. The document's
@@ -61,6 +62,12 @@ class Done(_Message):
     metadata: dict[str, str]
 
 
+class Page(_Message):
+    """Worker to parent, while converting: one more page was read by OCR (the job is alive)."""
+
+    kind: Literal["page"] = "page"
+
+
 class Failed(_Message):
     """Worker to parent: the contract error the conversion (or the worker's start) raised."""
 
@@ -70,9 +77,9 @@ class Failed(_Message):
 
 
 Request = Annotated[Setup | Job, Field(discriminator="kind")]
-Reply = Annotated[Ready | Done | Failed, Field(discriminator="kind")]
+Reply = Annotated[Ready | Done | Page | Failed, Field(discriminator="kind")]
 _REQUESTS: TypeAdapter[Setup | Job] = TypeAdapter(Request)
-_REPLIES: TypeAdapter[Ready | Done | Failed] = TypeAdapter(Reply)
+_REPLIES: TypeAdapter[Ready | Done | Page | Failed] = TypeAdapter(Reply)
 
 
 def job_for(raw: RawDocument) -> Job:
@@ -85,7 +92,7 @@ def read_request(payload: bytes) -> Setup | Job:
     return _REQUESTS.validate_json(payload)
 
 
-def read_reply(payload: bytes) -> Ready | Done | Failed:
+def read_reply(payload: bytes) -> Ready | Done | Page | Failed:
     """A reply from its JSON; raises `ValueError` (pydantic's `ValidationError`) on anything else."""
     return _REPLIES.validate_json(payload)
 

@@ -15,7 +15,8 @@ from pipeline.convert.failures import library_failure
 from pipeline.convert.feeds import feed_for_markitdown
 from pipeline.convert.limits import ConvertLimits
 from pipeline.convert.markitdown_formats import MARKITDOWN_FORMATS, MarkitdownResult, load_markitdown, run_markitdown
-from pipeline.convert.pdf import pdf_text
+from pipeline.convert.pdf import joined_pages, pdf_pages
+from pipeline.convert.scans import read_scanned_pages
 from pipeline.convert.sheets import check_xls_cells, check_xlsx_cells
 from pipeline.sniff import DocumentFormat
 
@@ -50,10 +51,18 @@ class OfficeConverter:
         if not self.supports(fmt):
             raise UnsupportedError(f"{raw.label}: the office converter does not take {fmt}")
         if fmt is DocumentFormat.PDF:
-            text, pages = pdf_text(raw)
-            return converted(raw, fmt, text, converter=self.name, metadata={"pages": str(pages)})
+            return self._pdf(raw, fmt)
         result = self._parse(raw, fmt)
         return converted(raw, fmt, result.markdown, converter=self.name, title=result.title)
+
+    def _pdf(self, raw: RawDocument, fmt: DocumentFormat) -> ConvertedDocument:
+        """The text layer page by page, with the pages that have none read by OCR."""
+        layer = pdf_pages(raw)
+        pages, no_text = read_scanned_pages(raw, layer, self._limits.ocr)
+        text = joined_pages(raw, pages, no_text or "and no page was read by OCR")
+        scanned = sum(1 for before, after in zip(layer, pages, strict=True) if before != after)
+        metadata = {"pages": str(len(pages))} | ({"ocr_pages": str(scanned)} if scanned else {})
+        return converted(raw, fmt, text, converter=self.name, metadata=metadata)
 
     def warm_up(self) -> None:
         """Import the parsing libraries now rather than on the first document."""

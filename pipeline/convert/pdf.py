@@ -19,11 +19,10 @@ PAGE_BREAK = "\f"
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
-def pdf_text(raw: RawDocument) -> tuple[str, int]:
-    """The PDF's text with pages joined by one form feed each, and its page count.
+def pdf_pages(raw: RawDocument) -> list[str]:
+    """The text layer of each page, in order (an empty string for a page without one).
 
-    An empty page keeps its place (two breaks in a row); no break follows the last page. A file pdfminer
-    cannot parse, or one without pages, is `unreadable PDF`; one whose pages hold no text is a scan.
+    A file pdfminer cannot parse, or one without pages, is `unreadable PDF`.
     """
     try:
         pages = [_normalise(text) for text in _page_texts(raw.data)]
@@ -33,9 +32,15 @@ def pdf_text(raw: RawDocument) -> tuple[str, int]:
         raise InvalidRequestError(f"{raw.label}: unreadable PDF ({describe(exc)})") from exc
     if not pages:
         raise InvalidRequestError(f"{raw.label}: unreadable PDF (no pages found)")
+    return pages
+
+
+def joined_pages(raw: RawDocument, pages: list[str], no_text: str) -> str:
+    """The pages joined by one form feed each: an empty page keeps its place (two breaks in a row), and no break
+    follows the last. A PDF none of whose pages holds text is refused, saying `no_text` about it."""
     if not any(pages):
-        raise InvalidRequestError(f"{raw.label}: the PDF has no text layer (a scanned document?); run OCR on it first")
-    return PAGE_BREAK.join(pages), len(pages)
+        raise InvalidRequestError(f"{raw.label}: the PDF has no text layer (a scanned document?); {no_text}")
+    return PAGE_BREAK.join(pages)
 
 
 def _page_texts(data: bytes) -> Iterator[str]:

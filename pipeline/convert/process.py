@@ -11,7 +11,7 @@ from engines.contract import EngineError, Error, InvalidRequestError
 from pipeline.convert.documents import ConvertedDocument, RawDocument
 from pipeline.convert.failures import describe
 from pipeline.convert.limits import ConvertLimits, format_bytes, format_seconds
-from pipeline.convert.messages import Done, Failed, Ready, Setup, document_of, error_of, job_for, read_reply
+from pipeline.convert.messages import Done, Failed, Page, Ready, Setup, document_of, error_of, job_for, read_reply
 from pipeline.convert.worker import TARGET
 from pipeline.processes import EXIT_OUT_OF_MEMORY, ChildProcess, ChildSpec, ProcessSlot, SlotClosed, exit_story
 
@@ -66,8 +66,14 @@ class WorkerProcess:
             self._slot.discard()
             child = self._child()
             _send(child, raw)
+        # The clock restarts at each page a scan's reading reports: the limit holds per page for those.
+        while (document := self._reply(self._receive(child, raw), raw)) is None:
+            pass
+        return document
+
+    def _receive(self, child: ChildProcess, raw: RawDocument) -> bytes:
         try:
-            payload = child.receive(self._limits.timeout_s, self._max_reply)
+            return child.receive(self._limits.timeout_s, self._max_reply)
         except TimeoutError:
             self._slot.discard()
             raise InvalidRequestError(
@@ -80,13 +86,15 @@ class WorkerProcess:
             raise EngineError(
                 f"{raw.label}: the converter worker sent a reply over {format_bytes(self._max_reply)}"
             ) from exc
-        return self._reply(payload, raw)
 
-    def _reply(self, payload: bytes, raw: RawDocument) -> ConvertedDocument:
+    def _reply(self, payload: bytes, raw: RawDocument) -> ConvertedDocument | None:
+        """The document a reply carries, None for a page read on the way, or the error it stands for."""
         try:
             reply = read_reply(payload)
         except ValueError:
             reply = None
+        if isinstance(reply, Page):
+            return None
         if isinstance(reply, Done):
             return document_of(reply)
         if isinstance(reply, Failed):

@@ -19,7 +19,8 @@ from pipeline.convert.chain import ConverterChain, convert_document
 from pipeline.convert.documents import RawDocument
 from pipeline.convert.failures import describe
 from pipeline.convert.limits import ConvertLimits
-from pipeline.convert.messages import Failed, Job, Ready, Setup, done, failed, read_request
+from pipeline.convert.messages import Failed, Job, Page, Ready, Setup, done, failed, read_request
+from pipeline.convert.progress import on_page
 from pipeline.processes import EXIT_OUT_OF_MEMORY, load_named
 
 TARGET = "pipeline.convert.worker:serve"
@@ -51,6 +52,8 @@ def serve(conn: Connection) -> None:
         conn.send_bytes(start_failure.model_dump_json().encode())
         return
     conn.send_bytes(Ready(pid=os.getpid()).model_dump_json().encode())
+    page = Page().model_dump_json().encode()
+    on_page(lambda: conn.send_bytes(page))
     while (raw := _next_job(conn)) is not None:
         conn.send_bytes(_answer(chain, raw, setup.limits))
 

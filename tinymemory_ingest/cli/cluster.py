@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tinymemory_ingest.cli.common import ConfigOption, JsonOption, fail, load_settings, opened_services
+from tinymemory_ingest.cli.common import ConfigOption, JsonOption, fail, load_settings, opened_services, reported
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -52,6 +52,10 @@ def register_cluster_commands(app: typer.Typer) -> None:
         except ValueError as err:
             raise typer.BadParameter(str(err)) from err
         settings = load_settings(config)
+        from worker.wiring import check_ocr
+
+        with reported():
+            check_ocr(settings)  # a language not installed stops the worker here, not each scan it is given
         _start_worker(settings, names, concurrency, settings.metrics_port if metrics_port is None else metrics_port)
 
     @app.command()

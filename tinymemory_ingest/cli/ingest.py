@@ -121,6 +121,7 @@ class Summary:
     items_forgotten: int
     errors: int
     seconds: float
+    files_without_text: list[str] = field(default_factory=list)
     letters: list[DeadLetter] = field(default_factory=list, compare=False)
 
     @property
@@ -144,6 +145,7 @@ def summarise(sync: SyncReport, batches: list[BatchReport], seconds: float, lett
         items_forgotten=sum(b.forgotten for b in batches),
         errors=sum(b.failed for b in batches) + sync.skipped,
         seconds=round(seconds, 3),
+        files_without_text=[unit for b in batches for unit in b.no_text],
         letters=letters,
     )
 
@@ -158,6 +160,10 @@ def _print_summary(summary: Summary, as_json: bool) -> None:
         f"{summary.items_stored} items stored, {summary.items_replayed} unchanged, "
         f"{summary.items_forgotten} forgotten; {summary.errors} errors"
     )
+    for skipped in summary.files_without_text[:SHOWN_LETTERS]:
+        console.print(f"  [yellow]–[/] skipped {escape(skipped)}")
+    if len(summary.files_without_text) > SHOWN_LETTERS:
+        console.print(f"  {len(summary.files_without_text) - SHOWN_LETTERS} more skipped for holding no text")
     for letter in summary.letters[:SHOWN_LETTERS]:
         console.print(f"  [red]✗[/] {escape(letter.unit_id)} ({letter.stage}): {escape(letter.message)}")
     hidden = len(summary.letters) - SHOWN_LETTERS

@@ -40,7 +40,7 @@ from worker.redis.progress import RunProgress
 from worker.runs import RunView
 from worker.settings import Settings
 from worker.state.redis import RedisStateStore
-from worker.wiring import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
+from worker.wiring import check_ocr, close_engine, convert_limits, open_engine, pipeline_settings, reader_options
 
 if TYPE_CHECKING:
     import redis
@@ -106,6 +106,7 @@ class ClusterRuntime:
 
     def __init__(self, settings: Settings, app: Celery) -> None:
         register_kinds(settings.source_kinds)
+        check_ocr(settings)
         self.settings = settings
         self.app = app
         self.redis: redis.Redis = redis_from_url(settings.redis_url)

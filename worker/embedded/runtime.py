@@ -25,7 +25,7 @@ from worker.settings import Settings
 from worker.state.base import StateStore
 from worker.state.sqlite import SqliteStateStore
 from worker.tuning import collect_less
-from worker.wiring import close_engine, convert_limits, open_engine, pipeline_settings, reader_options
+from worker.wiring import check_ocr, close_engine, convert_limits, open_engine, pipeline_settings, reader_options
 
 
 class EmbeddedRuntime:
@@ -45,6 +45,7 @@ class EmbeddedRuntime:
     ) -> None:
         collect_less()
         register_kinds(settings.source_kinds)
+        check_ocr(settings)
         self.settings = settings
         self._owns_state, self._owns_engine = state is None, engine is None
         self.state: StateStore = SqliteStateStore(settings.state_file) if state is None else state

@@ -204,6 +204,9 @@ class _Batch:
             self.tally.unchanged += 1
             self.ctx.progress.advanced(units=1)
             return None
+        if outcome.no_text is not None:
+            logger.info("%s of %s: skipped, %s", unit_id, self.source_id, outcome.no_text)
+            self.tally.no_text.append(f"{unit_id}: {outcome.no_text}")
         self.pending[unit_id] = ManifestEntry(version=outcome.version, sha256=outcome.sha256)
         return UnitItems(unit_id, items)
 

@@ -17,12 +17,14 @@ from worker.records import Change, ManifestEntry
 
 @dataclass(frozen=True)
 class UnitReading:
-    """A unit read and turned into items; `items` is None when its content is the one last stored."""
+    """A unit read and turned into items; `items` is None when its content is the one last stored, and empty,
+    with `no_text` saying why, when its converter found no text in it (a photograph read by OCR)."""
 
     unit_id: str
     version: str
     sha256: str
     items: list[StoreItem] | None
+    no_text: str | None = None
 
 
 class UnitStageError(Exception):

@@ -46,9 +46,13 @@ async def read_unit(
     body: Content = content.turns or ()
     if content.data is not None:
         try:
-            body = await ctx.converter.aconvert(_raw(content))
+            document = await ctx.converter.aconvert(_raw(content))
         except Exception as err:
             raise _stage_failure(unit_id, err) from err
+        if document.no_text is not None:
+            # Nothing to store, and nothing wrong: the unit's previous items, if any, are let go.
+            return UnitReading(unit_id, content.version, digest, [], no_text=document.no_text)
+        body = document
     assembled = _assembled(unit_id, body, content, ctx.settings.items)
     ctx.progress.redacted(assembled.report)
     return UnitReading(unit_id, content.version, digest, assembled.items)

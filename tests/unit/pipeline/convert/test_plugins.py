@@ -12,7 +12,14 @@ import pytest
 
 from engines.contract import ConfigError
 from engines.plugins import CONVERTERS_GROUP
-from pipeline.convert import ConvertLimits, NativeConverter, OfficeConverter, RawDocument, convert_document
+from pipeline.convert import (
+    ConvertLimits,
+    ImageConverter,
+    NativeConverter,
+    OfficeConverter,
+    RawDocument,
+    convert_document,
+)
 from pipeline.convert.chain import default_chain, native_chain, warm_chain
 from tests.fixtures.distributions import CAPTION_CONVERTER, fake_distribution, plugin_site
 
@@ -59,7 +66,7 @@ def test_an_installed_converter_goes_first_and_takes_its_formats(site: Path) -> 
     _declare(site, "tm_plugin_caption:CaptionConverter")
     limits = ConvertLimits(max_input_bytes=1234)
     chain = default_chain(limits)
-    assert [c.name for c in chain.converters] == ["caption", "office", "native"]
+    assert [c.name for c in chain.converters] == ["caption", "ocr", "office", "native"]
     assert chain.converters[0].limits == limits  # type: ignore[attr-defined]
     converted = convert_document(RawDocument(PNG + b"CAPTION: a zebracorn", filename="z.png"))
     assert (converted.markdown, converted.metadata) == (" a zebracorn", {"converter": "caption"})
@@ -69,7 +76,7 @@ def test_an_installed_converter_goes_first_and_takes_its_formats(site: Path) -> 
 def test_the_pool_chain_warms_an_installed_converter(site: Path) -> None:
     _declare(site, "tm_plugin_caption:CaptionConverter")
     chain = warm_chain(ConvertLimits())
-    assert [type(c) for c in chain.converters[1:]] == [OfficeConverter, NativeConverter]
+    assert [type(c) for c in chain.converters[1:]] == [ImageConverter, OfficeConverter, NativeConverter]
     assert len(sys.modules["tm_plugin_caption"].WARMED) == 1
 
 

@@ -15,7 +15,8 @@ import pytest
 from engines.contract import ConfigError, EngineError, Error, InvalidRequestError, UnsupportedError
 from pipeline.convert import ConverterPool, ConvertLimits, RawDocument, convert_document
 from tests.fixtures.converters import BROKEN_CHAIN, PROBE_CHAIN, probe_document, worker_pid
-from tests.fixtures.documents import pdf_bytes, png_bytes, zip_bomb_bytes
+from tests.fixtures.documents import pdf_bytes, zip_bomb_bytes
+from tests.fixtures.scans import bomb_png, truncated_jpeg
 from tests.fixtures.vectors import VECTORS, check_vector
 
 MIB = 1024 * 1024
@@ -181,7 +182,8 @@ def test_real_conversions_in_the_pool_match_in_process_ones() -> None:
     refused = [
         RawDocument(pdf_bytes(["", ""]), filename="scan.pdf"),
         RawDocument(zip_bomb_bytes(), filename="test.zip"),
-        RawDocument(png_bytes(), filename="photo.png"),
+        RawDocument(bomb_png(), filename="huge.png"),
+        RawDocument(truncated_jpeg(), filename="cut.jpg"),
     ]
     with ConverterPool(2) as pool, ThreadPoolExecutor(4) as threads:
         documents = list(threads.map(lambda vector: pool.convert(vector.build()), VECTORS))

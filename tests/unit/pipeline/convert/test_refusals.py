@@ -17,10 +17,12 @@ from pipeline.convert import (
     ConverterChain,
     ConvertLimits,
     NativeConverter,
+    OcrSettings,
     OfficeConverter,
     RawDocument,
     convert_document,
     native_chain,
+    ocr_unavailable,
 )
 from pipeline.convert.sheets import dense_cells
 from pipeline.sniff import DocumentFormat
@@ -35,6 +37,7 @@ from tests.fixtures.documents import (
     xlsx_bytes,
     zip_bomb_bytes,
 )
+from tests.fixtures.scans import bomb_png, truncated_jpeg
 from tests.fixtures.vectors import VECTORS
 
 F = DocumentFormat
@@ -50,7 +53,10 @@ def plain_zip() -> bytes:
     return buffer.getvalue()
 
 
-CONVERTS = "markdown, plain_text, html, code, pdf, docx, xlsx, pptx, epub, xls, msg, ipynb, csv, rss, atom"
+CONVERTS = "markdown, plain_text, html, code, pdf, docx, xlsx, pptx, epub, xls, msg, ipynb, csv, rss, atom, image"
+_OCR_MISSING = ocr_unavailable(OcrSettings())
+# A PDF without a text layer is read by OCR where this build can; the refusal says why nothing came of it.
+_SCAN_REASON = "and OCR found no text in its pages" if _OCR_MISSING is None else f"and {_OCR_MISSING}"
 
 
 def refusal(raw: RawDocument, limits: ConvertLimits | None = None) -> Error:
@@ -78,7 +84,7 @@ REFUSALS: list[tuple[str, RawDocument, type[Error], str]] = [
         "scan",
         RawDocument(pdf_bytes(["", ""]), filename="scan.pdf"),
         InvalidRequestError,
-        "scan.pdf: the PDF has no text layer (a scanned document?); run OCR on it first",
+        f"scan.pdf: the PDF has no text layer (a scanned document?); {_SCAN_REASON}",
     ),
     (
         "bomb",
@@ -94,10 +100,24 @@ REFUSALS: list[tuple[str, RawDocument, type[Error], str]] = [
         "only Word, Excel, PowerPoint and EPUB archives are converted",
     ),
     (
-        "image",
-        RawDocument(png_bytes(), filename="photo.png"),
-        UnsupportedError,
-        f"photo.png: image files have no text to extract; this build converts {CONVERTS}",
+        "image bomb",
+        RawDocument(bomb_png(), filename="huge.png"),
+        InvalidRequestError,
+        "huge.png: the image declares more than 100,000,000 pixels, the limit (ocr.max_pixels): "
+        "refused before decoding",
+    ),
+    (
+        "image over the cap",
+        RawDocument(bomb_png(12_000, 12_000), filename="large.png"),
+        InvalidRequestError,
+        "large.png: the image is 12000×12000 pixels, over the 100,000,000-pixel limit (ocr.max_pixels): "
+        "refused before decoding",
+    ),
+    (
+        "truncated image",
+        RawDocument(truncated_jpeg(), filename="cut.jpg"),
+        InvalidRequestError,
+        "cut.jpg: damaged image (the file ends before the image does)",
     ),
     (
         "audio",
@@ -404,3 +424,13 @@ def test_conversion_never_opens_a_connection(monkeypatch: pytest.MonkeyPatch) ->
 def test_markitdown_plugins_are_never_loaded() -> None:
     convert_document(RawDocument(docx_bytes(["text"]), filename="p.docx"))
     assert importlib.import_module("markitdown._markitdown")._plugins is None
+
+
+def test_an_image_is_refused_when_ocr_is_turned_off() -> None:
+    error = refusal(RawDocument(png_bytes(), filename="photo.png"), ConvertLimits(ocr=OcrSettings(enabled=False)))
+    assert type(error) is UnsupportedError
+    converts = CONVERTS.removesuffix(", image")
+    assert error.message == (
+        "photo.png: images are read only by OCR, which is turned off (ocr.enabled = false); "
+        f"this build converts {converts}"
+    )

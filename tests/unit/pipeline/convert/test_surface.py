@@ -19,6 +19,7 @@ from pipeline.convert import (
     ConverterChain,
     ConvertLimits,
     DocumentConverter,
+    ImageConverter,
     NativeConverter,
     OfficeConverter,
     RawDocument,
@@ -48,13 +49,16 @@ SURFACE = {
     "ConverterChain",
     "ConverterPool",
     "DocumentConverter",
+    "ImageConverter",
     "NativeConverter",
+    "OcrSettings",
     "OfficeConverter",
     "RawDocument",
     "convert_document",
     "convert_natively",
     "default_chain",
     "native_chain",
+    "ocr_unavailable",
 }
 
 
@@ -127,9 +131,9 @@ def test_records_are_frozen_and_raw_bytes_stay_out_of_repr() -> None:
 
 
 def test_the_converters_satisfy_the_protocol() -> None:
-    converters: list[DocumentConverter] = [NativeConverter(), OfficeConverter()]
-    assert [c.name for c in converters] == ["native", "office"]
-    assert [type(c) for c in default_chain().converters] == [OfficeConverter, NativeConverter]
+    converters: list[DocumentConverter] = [NativeConverter(), ImageConverter(), OfficeConverter()]
+    assert [c.name for c in converters] == ["native", "ocr", "office"]
+    assert [type(c) for c in default_chain().converters] == [ImageConverter, OfficeConverter, NativeConverter]
     assert ConverterChain().formats() == []
 
 
