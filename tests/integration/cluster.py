@@ -141,18 +141,22 @@ class Cluster:
 
     def items(self, source_id: str) -> list[str]:
         """The file paths of every item of the source, as the engine lists them."""
+        return [path for path, _ in self.texts(source_id)]
 
-        async def read() -> list[str]:
+    def texts(self, source_id: str) -> list[tuple[str, str]]:
+        """The file path and text of every item of the source, as the engine lists them."""
+
+        async def read() -> list[tuple[str, str]]:
             engine = LocalEngine(self.data_dir / "memory.sqlite3")
             try:
-                paths, cursor = [], None
+                found, cursor = [], None
                 while True:
                     page = await engine.list(
                         ListRequest(limit=500, cursor=cursor, filter=MetaFilter(source_id=source_id))
                     )
-                    paths.extend(hit.meta.file_path or "" for hit in page.items)
+                    found.extend((hit.meta.file_path or "", hit.text) for hit in page.items)
                     if page.next_cursor is None:
-                        return paths
+                        return found
                     cursor = page.next_cursor
             finally:
                 engine.close()

@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.convert import OcrSettings, ocr_unavailable
 from tests.fixtures.documents import corrupt_pdf_bytes, docx_bytes, html_bytes, pdf_bytes
+from tests.fixtures.scans import bomb_png, image_bytes, noise_png, page_image
 from tests.integration.cluster import Cluster, cluster_fixture, worker_children, write_notes
 from tests.reliability.figures import exactly_once, print_figures
+
+OCR_READY = ocr_unavailable(OcrSettings()) is None
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -120,10 +124,34 @@ def test_workers_convert_documents_and_dead_letter_hostile_ones(cluster: Cluster
     (folder / "memo.docx").write_bytes(docx_bytes(["Memo", "The heliotropic plan"]))
     (folder / "page.html").write_bytes(html_bytes("Page", "<p>The xerophytic notes</p>"))
     (folder / "broken.pdf").write_bytes(corrupt_pdf_bytes())
+    # Scans are read by OCR on the workers as in embedded mode (where this machine has Tesseract's data): a
+    # photograph holds no text, which commits its unit with no item, and a bomb is refused.
+    scans = _scans() if OCR_READY else {}
+    for name, data in scans.items():
+        (folder / name).write_bytes(data)
     cluster.add_folder("docs", folder)
     cluster.start_worker()
     assert cluster.sync("docs")
-    cluster.wait(lambda: cluster.committed("docs") == 3 and len(cluster.state().dead_letters("docs")) == 1, 90, "docs")
-    (letter,) = cluster.state().dead_letters("docs")
-    assert (letter.unit_id, letter.stage) == ("broken.pdf", "convert")
-    assert sorted(os.path.basename(p) for p in cluster.items("docs")) == ["memo.docx", "page.html", "report.pdf"]
+    hostile = sorted(["broken.pdf", *(["huge.png"] if scans else [])])
+    committed = 3 + (3 if scans else 0)
+
+    def settled() -> bool:
+        return cluster.committed("docs") == committed and len(cluster.state().dead_letters("docs")) == len(hostile)
+
+    cluster.wait(settled, 90, "docs")
+    letters = cluster.state().dead_letters("docs")
+    assert sorted((letter.unit_id, letter.stage) for letter in letters) == [(name, "convert") for name in hostile]
+    texts = {os.path.basename(path): text for path, text in cluster.texts("docs")}
+    read = ["scan.pdf", "scan.png"] if scans else []
+    assert sorted(texts) == sorted(["memo.docx", "page.html", "report.pdf", *read])
+    if scans:
+        assert "quokkafruit" in texts["scan.png"] and "brambleweir" in texts["scan.pdf"]
+
+
+def _scans() -> dict[str, bytes]:
+    return {
+        "scan.png": image_bytes([page_image(["The quokkafruit harvest."])], "PNG"),
+        "scan.pdf": image_bytes([page_image(["The brambleweir minutes."])], "PDF"),
+        "photo.png": noise_png(),
+        "huge.png": bomb_png(),
+    }
