@@ -18,6 +18,7 @@ from engines.contract import Hit, ListRequest, MetaFilter, NotFoundError, Unavai
 from engines.local import LocalEngine
 from sources import REGISTRY, SourceEntry, SourceRequest
 from tests.fixtures.github_fake import FakeGitHub, FakeRepo, GitRepo, comment_json, issue_json, pull_json
+from tests.fixtures.scans import image_bytes, needs_ocr, page_image
 from tests.integration.cluster import Cluster, cluster_fixture
 from worker import control
 from worker.embedded import EmbeddedRuntime
@@ -251,3 +252,18 @@ def test_a_repository_in_celery_workers(cluster: Cluster, fake: FakeGitHub, repo
     repo.rewrite({"README.md": FILES["README.md"], "fresh.md": "# Fresh\n\nA rewritten history.\n"})
     assert cluster.sync("gh")
     cluster.wait(lambda: _settled(cluster, "gh", ["README.md", "fresh.md"]), 60, "the force-push")
+
+
+@pytest.mark.e2e
+@needs_ocr
+async def test_a_screenshot_in_a_repository_is_read_by_ocr(tmp_path: Path, fake: FakeGitHub) -> None:
+    repo = GitRepo.create(tmp_path / "shots")
+    repo.write("docs/error.png", image_bytes([page_image(["Error: the quokkafruit cache is full."])], "PNG"))
+    repo.write("README.md", "# Shots\n")
+    repo.commit("a screenshot")
+    fake.add_repo("acme/shots", repo)
+    with EmbeddedRuntime(_settings(tmp_path, fake)) as runtime:
+        entry = control.add_source(runtime.state, SourceRequest(kind="github", target="acme/shots"))
+        await runtime.sync(entry.id)
+        stored = await _items(runtime.engine, entry.id)
+    assert "quokkafruit cache is full" in stored["docs/error.png"].text
