@@ -8,6 +8,7 @@ straight (the angle whose rows of ink are sharpest), since Tesseract reads level
 from __future__ import annotations
 
 import io
+import threading
 import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ _COARSE = [step * 1.0 for step in range(-5, 6)]
 _FINE = [step * 0.25 for step in range(-4, 5)]
 _SEARCH_WIDTH = 800
 _INK = 160
+_PILLOW_CAP = threading.Lock()
 # Below this the turn would blur the glyphs more than the skew hurts the reading.
 _LEVEL_ENOUGH = 0.5
 
@@ -38,13 +40,8 @@ def image_pages(raw: RawDocument, settings: OcrSettings) -> Iterator[Image]:
     """
     from PIL import Image as PILImage
 
-    # Pillow refuses, from the header, a canvas twice its cap and only warns below that; our own check on the
-    # size (in `_page`) says more, so Pillow's cap is ours and its warning is silenced.
-    PILImage.MAX_IMAGE_PIXELS = settings.max_pixels
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
-            image = PILImage.open(io.BytesIO(raw.data))
+        image = _opened(raw.data, settings.max_pixels)
     except PILImage.DecompressionBombError:
         raise InvalidRequestError(
             f"{raw.label}: the image declares more than {settings.max_pixels:,} pixels, the limit (ocr.max_pixels): "
@@ -62,9 +59,28 @@ def image_pages(raw: RawDocument, settings: OcrSettings) -> Iterator[Image]:
             yield _page(image, index, raw, settings)
 
 
+def _opened(data: bytes, max_pixels: int) -> Image:
+    """The image, its header read and no pixel decoded yet. Pillow refuses, from the header, a canvas twice its
+    cap and only warns below that; our own check (in `_page`) says more, so for this call Pillow's cap is ours
+    and its warning is silenced. The cap is Pillow's module setting, hence the lock, and put back after."""
+    from PIL import Image as PILImage
+
+    with _PILLOW_CAP, warnings.catch_warnings():
+        warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
+        previous, PILImage.MAX_IMAGE_PIXELS = PILImage.MAX_IMAGE_PIXELS, max_pixels
+        try:
+            return PILImage.open(io.BytesIO(data))
+        finally:
+            PILImage.MAX_IMAGE_PIXELS = previous
+
+
 def _page(image: Image, index: int, raw: RawDocument, settings: OcrSettings) -> Image:
     from PIL import ImageOps
 
+    try:
+        image.seek(index)  # a page's header: its size is known, no pixel is decoded yet
+    except Exception as exc:
+        raise InvalidRequestError(f"{raw.label}: damaged image ({describe(exc)})") from exc
     width, height = image.size
     if width * height > settings.max_pixels:
         raise InvalidRequestError(
@@ -72,7 +88,6 @@ def _page(image: Image, index: int, raw: RawDocument, settings: OcrSettings) -> 
             "(ocr.max_pixels): refused before decoding"
         )
     try:
-        image.seek(index)
         page = ImageOps.exif_transpose(image) if index == 0 else image.copy()
         grey = page.convert("L")
     except MemoryError:
