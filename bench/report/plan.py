@@ -173,4 +173,29 @@ PLAN: tuple[Bench, ...] = (
         ),
         repeats=1,  # its quality figures do not depend on the machine; only its latencies do
     ),
+    Bench(
+        name="ocr",
+        title="OCR of generated scans: word recall, CER, pages/s",
+        script="bench/ocr.py",
+        full=("--pages", "3"),  # and, beside the checkout, tldr-pages ingested with OCR on and off
+        quick=("--quick", "--tldr", str(CORPUS / "none")),
+        anchor="the `tesseract FILE -` command on the same page images, two at a time (`xargs -P2`, one thread each)",
+        headlines=(
+            Headline("pages/s: ours / tesseract command's", "throughput", "ratio"),
+            Headline(
+                "clean 300 dpi: word recall",
+                "quality",
+                "recall",
+                (("condition", "clean"), ("dpi", 300), ("engine", "ours")),
+            ),
+            Headline(
+                "skewed 200 dpi: word recall",
+                "quality",
+                "recall",
+                (("condition", "skew"), ("dpi", 200), ("engine", "ours")),
+            ),
+        ),
+        keys={"quality": ("condition", "dpi", "engine"), "deskew": ("dpi",)},
+        repeats=1,  # its recall does not depend on the machine; its pages/s ratio is measured side by side
+    ),
 )
