@@ -106,7 +106,9 @@ def straightened(page: Image) -> Image:
         return page
     from PIL import Image as PILImage
 
-    return page.rotate(angle, resample=PILImage.Resampling.BICUBIC, expand=True, fillcolor=255)
+    # Bilinear reads as well as bicubic here (measured by bench/ocr.py) and turns a 300 dpi page in less than half
+    # the time.
+    return page.rotate(angle, resample=PILImage.Resampling.BILINEAR, expand=True, fillcolor=255)
 
 
 def skew_angle(page: Image) -> float:
