@@ -282,9 +282,10 @@ async def _follow(runtime: EmbeddedRuntime, progress: BarProgress, entry: Source
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    server = _start_api(runtime, syncs) if serve_api else None
+    # The watcher first: a file changed while the API starts (importing it takes a moment) is then not missed.
     watcher = reader.watch(on_change)
     watcher.start()
+    server = _start_api(runtime, syncs) if serve_api else None
     poller = asyncio.create_task(_poll_intervals(runtime, syncs, progress))
     console.print(f"watching {entry.label} (Ctrl-C to stop)")
     try:
