@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/ocr.py [--pages 3] [--quick] [--seed 7] [--rapidocr-python /tmp/rapid-venv/bin/python]
                                   [--tldr ../shared/corpus/tldr-pages]
+                                  [--markitdown ../shared/corpus/markitdown-test-files]
 
 The set is made here, the same for a given `--seed`: letter-size pages of five paragraphs of ordinary English
 words (different on every page), drawn with Pillow's own font at an 11 pt body (11 × dpi / 72 pixels) at 150,
@@ -24,7 +25,9 @@ Then, through the same pool: image-only PDFs (each dpi's clean pages saved by Pi
 read by OCR (`ocr_pages`); deskew on and off on the skewed pages (pipeline.convert.images, then Tesseract in
 this process); the pool's start with OCR on and off; and, with `--tldr` (default: ../shared/corpus/tldr-pages
 beside the checkout, when there), the first ingest of that folder through `EmbeddedRuntime` as bench/backfill.py
-times it, with OCR on and off, best of two each: a folder without images should pay nothing for OCR.
+times it, with OCR on and off, best of two each: a folder without images should pay nothing for OCR. With
+`--markitdown` (default: markitdown's test files beside the checkout), its scanned medical report is read through
+the pool and scrubbed as an ingest stores it: it must yield text, and no telephone number may survive.
 Targets: word recall >= 98% on clean 300 dpi pages and >= 95% on skewed or speckled 200 dpi pages; ours >= 0.8
 of the command's pages/s over the whole set.
 """
@@ -55,6 +58,7 @@ from typing import Any, TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
+import phonenumbers
 from _report import emit
 from backfill import copy_folder, load_line, timed_sync
 from PIL import Image, ImageDraw, ImageFont
@@ -62,6 +66,7 @@ from PIL import Image, ImageDraw, ImageFont
 from pipeline.convert import ConverterPool, ConvertLimits, OcrSettings, RawDocument
 from pipeline.convert.images import skew_angle, straightened
 from pipeline.convert.ocr import TesseractReader
+from pipeline.scrub import sanitize_text
 from tests.fixtures.documents import pdf_bytes
 
 DPIS = (150, 200, 300)
@@ -73,6 +78,9 @@ LANES = 2
 TARGET_RECALL = {("clean", 300): 0.98, ("skew", 200): 0.95, ("speckle", 200): 0.95}
 TARGET_THROUGHPUT = 0.8
 DEFAULT_TLDR = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "tldr-pages"
+DEFAULT_MARKITDOWN = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "markitdown-test-files"
+# markitdown's own test files hold a three-page scanned medical report with a telephone number on its letterhead.
+SCANNED_REPORT = "MEDRPT-2024-PAT-3847_medical_report_scan.pdf"
 _WORD_TEXT = """
     the of and to in is was for on that with as by at from his her they we you this have had are were which one all
     would there their been has more if will when who its about into than them some could time two may then do first
@@ -559,6 +567,28 @@ def first_ingest(root: Path, data: Path, enabled: bool) -> Any:
     return asyncio.run(first())
 
 
+def run_scanned_report(folder: Path | None, pool: ConverterPool) -> None:
+    """markitdown's scanned report through the pool and the scrubber, as an ingest stores it: read, and its
+    telephone number redacted."""
+    path = None if folder is None else folder / SCANNED_REPORT
+    if path is None or not path.is_file():
+        print(f"scanned report: skipped (no {SCANNED_REPORT} in {folder or 'a --markitdown folder'})")
+        return
+    started = time.perf_counter()
+    document = pool.convert(RawDocument(path.read_bytes(), filename=path.name))
+    seconds = time.perf_counter() - started
+    scrubbed = sanitize_text(document.markdown).value
+    phones = [m.raw_string for m in phonenumbers.PhoneNumberMatcher(document.markdown, "US")]
+    left = [phone for phone in phones if phone in scrubbed]
+    ok = bool(document.markdown.strip()) and bool(phones) and not left and "[REDACTED_PII_PHONE]" in scrubbed
+    emit("scanned_report", pages=int(document.metadata.get("pages", "0")), chars=len(document.markdown), ok=ok)
+    print(
+        f"markitdown's scanned report: {document.metadata.get('ocr_pages')} of {document.metadata.get('pages')} "
+        f"pages read by OCR in {seconds:.1f} s, {len(document.markdown):,} characters; telephone numbers found "
+        f"{len(phones)}, left after scrubbing {len(left)}  [{'OK' if ok else 'MISSED'}]"
+    )
+
+
 def run_folder(folder: Path | None) -> None:
     starts = {enabled: min(pool_start(enabled) for _ in range(2)) for enabled in (True, False)}
     emit("pool_start", ocr_on=starts[True], ocr_off=starts[False])
@@ -600,6 +630,12 @@ def parse_args() -> argparse.Namespace:
         default=DEFAULT_TLDR if DEFAULT_TLDR.is_dir() else None,
         help="a folder without images to ingest with OCR on and off (default: tldr-pages beside the checkout)",
     )
+    parser.add_argument(
+        "--markitdown",
+        type=Path,
+        default=DEFAULT_MARKITDOWN if DEFAULT_MARKITDOWN.is_dir() else None,
+        help=f"markitdown's test files, whose {SCANNED_REPORT} must be read and scrubbed (default: beside the checkout)",
+    )
     return parser.parse_args()
 
 
@@ -630,6 +666,8 @@ def main() -> None:
             print_throughput(pages, engines)
             print()
             run_pdfs(pool, pages, args.seed)
+            print()
+            run_scanned_report(args.markitdown, pool)
         print()
         if not args.quick:
             run_deskew(pages)

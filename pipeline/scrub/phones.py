@@ -63,7 +63,9 @@ _KEYWORD = re.compile(
 _KEYWORD_WINDOW = 32
 _DIGIT_GROUP = re.compile(r"[0-9]+")
 _DATE = re.compile(r"[0-9]{4}[-./][0-9]{1,2}[-./][0-9]{1,2}|[0-9]{1,2}[-./][0-9]{1,2}[-./][0-9]{2,4}")
-_DOTTED_PHONE = re.compile(r"[0-9]{3}\.[0-9]{3}\.[0-9]{4}|[0-9]{2}(?:\.[0-9]{2}){4}")
+# North American numbers written with dots, the area code dotted too or in parentheses (`(206) 555.0100`, as a
+# letterhead prints it), and the French pairs.
+_DOTTED_PHONE = re.compile(r"(?:[0-9]{3}\.|\([0-9]{3}\) ?)[0-9]{3}\.[0-9]{4}|[0-9]{2}(?:\.[0-9]{2}){4}")
 _THOUSANDS = re.compile(r"[0-9]{1,3}(?:[ .,][0-9]{3})+")
 _BEFORE_REFUSED = frozenset("_/.#-+$@&=\\")
 _AFTER_CONTINUES = frozenset(".-:/,")

@@ -114,6 +114,8 @@ PHONES = [
     ("phone +44 20 7946 0958", "phone [REDACTED_PII_PHONE]"),  # the miss: spaced international
     ("call (415) 555-2671", "call [REDACTED_PII_PHONE]"),
     ("call 415-555-2671 or 415.555.2671", "call [REDACTED_PII_PHONE] or [REDACTED_PII_PHONE]"),
+    # A letterhead's area code in parentheses before a dotted number (read so off a scanned report).
+    ("notify us at (206) 555.0100 and", "notify us at [REDACTED_PII_PHONE] and"),
     ("tel:+14155552671", "tel:[REDACTED_PII_PHONE]"),
     ("call 4155552671", "call [REDACTED_PII_PHONE]"),  # bare, but a phone word stands before it
     ("Tel. 020 7946 0958", "Tel. [REDACTED_PII_PHONE]"),
