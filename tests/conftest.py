@@ -46,6 +46,7 @@ LATE_FILES = frozenset(
         "tests/e2e/test_legacy_import_engines.py",
         "tests/e2e/test_legacy_import_job.py",
         "tests/e2e/test_make_run_api.py",
+        "tests/e2e/test_ocr_ingest.py",
         "tests/e2e/test_plugin_distribution.py",
         "tests/e2e/test_text_pool.py",
         "tests/e2e/test_up_watch.py",

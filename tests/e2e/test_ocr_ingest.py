@@ -80,3 +80,15 @@ def test_scans_and_images_are_read_scrubbed_and_found_on_their_pages(tmp_path: P
     assert set(reasons) == {"huge.png", "cut.jpg"}
     assert "100,000,000 pixels, the limit (ocr.max_pixels)" in reasons["huge.png"]
     assert "the file ends before the image does" in reasons["cut.jpg"]
+
+
+def test_a_language_not_installed_stops_the_command_at_start_with_what_to_install(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n")
+    env = {**os.environ, "TINYMEMORY_DATA_DIR": str(tmp_path / "data"), "TINYMEMORY_OCR__LANGUAGES": '["eng", "qqq"]'}
+    for command in (["ingest", str(notes)], ["worker", "--queues", "tm.ingest"]):
+        done = subprocess.run([str(TINYMEMORY), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, command
+        assert "OCR language qqq is not installed" in done.stderr and "apt-get install tesseract-ocr-qqq" in done.stderr
+        assert "Traceback" not in done.stderr
