@@ -634,7 +634,8 @@ def parse_args() -> argparse.Namespace:
         "--markitdown",
         type=Path,
         default=DEFAULT_MARKITDOWN if DEFAULT_MARKITDOWN.is_dir() else None,
-        help=f"markitdown's test files, whose {SCANNED_REPORT} must be read and scrubbed (default: beside the checkout)",
+        help=f"markitdown's test files, whose {SCANNED_REPORT} must be read and scrubbed "
+        "(default: beside the checkout)",
     )
     return parser.parse_args()
 
