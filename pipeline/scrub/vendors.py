@@ -18,151 +18,123 @@ their name instead (`assignments`), or, for the AWS secret access key, through t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from pipeline.scrub.needles import FoldedText, NeedleIndex
+from pipeline.scrub.vendor_format import L, R, VendorFormat, fmt
+from pipeline.scrub.vendors_cloud import CLOUD_FORMATS
+from pipeline.scrub.vendors_saas import SAAS_FORMATS
 
 Span = tuple[int, int]
-
-# Lookarounds for "not inside a longer token" over the common token alphabet.
-_L = r"(?<![A-Za-z0-9_-])"
-_R = r"(?![A-Za-z0-9_-])"
-
-
-@dataclass(frozen=True)
-class VendorFormat:
-    """One token format: its pattern, the group that is the secret (0 for the whole match), its needles,
-    and how many characters before a needle a match may start (`lead`, the least and the most)."""
-
-    name: str
-    pattern: re.Pattern[str]
-    needles: tuple[str, ...]
-    group: int = 0
-    lead: tuple[int, int] = (0, 0)
-    scan: bool = False  # its (folded) needles only gate a search of the whole text: a shape without a literal
-
-    def spans_at(self, text: str, needle_at: int) -> list[Span]:
-        """The match that the needle at `needle_at` belongs to, if any."""
-        least, most = self.lead
-        for start in range(max(0, needle_at - most), needle_at - least + 1):
-            match = self.pattern.match(text, start)
-            if match is not None:
-                return [match.span(self.group)]
-        return []
-
-
-def _fmt(
-    name: str, pattern: str, *needles: str, group: int = 0, lead: tuple[int, int] = (0, 0), scan: bool = False
-) -> VendorFormat:
-    return VendorFormat(name, re.compile(pattern), needles, group, lead, scan)
 
 
 VENDOR_FORMATS: tuple[VendorFormat, ...] = (
     # Cloud providers.
-    _fmt("aws_access_key_id", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])",
+    fmt("aws_access_key_id", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])",
          "AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-    _fmt("google_api_key", _L + r"AIza[A-Za-z0-9_-]{35}" + _R, "AIza"),
-    _fmt("google_oauth_secret", _L + r"GOCSPX-[A-Za-z0-9_-]{28}" + _R, "GOCSPX-"),
-    _fmt("google_oauth_access_token", _L + r"ya29\.[A-Za-z0-9_-]{20,}" + _R, "ya29."),
-    _fmt("google_oauth_refresh_token", r"(?<![A-Za-z0-9_/-])1//0[A-Za-z0-9_-]{40,}" + _R, "1//0"),
-    _fmt("gcp_private_key_id", r""""private_key_id"\s*:\s*"([0-9a-f]{40})\"""", '"private_key_id"', group=1,
+    fmt("google_api_key", L + r"AIza[A-Za-z0-9_-]{35}" + R, "AIza"),
+    fmt("google_oauth_secret", L + r"GOCSPX-[A-Za-z0-9_-]{28}" + R, "GOCSPX-"),
+    fmt("google_oauth_access_token", L + r"ya29\.[A-Za-z0-9_-]{20,}" + R, "ya29."),
+    fmt("google_oauth_refresh_token", r"(?<![A-Za-z0-9_/-])1//0[A-Za-z0-9_-]{40,}" + R, "1//0"),
+    fmt("gcp_private_key_id", r""""private_key_id"\s*:\s*"([0-9a-f]{40})\"""", '"private_key_id"', group=1,
          scan=True),
-    _fmt("azure_ad_client_secret", r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}"
+    fmt("azure_ad_client_secret", r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}"
          r"(?![A-Za-z0-9_~-])", "Q~", lead=(4, 4)),
-    _fmt("alibaba_access_key_id", r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{20}(?![A-Za-z0-9])", "LTAI"),
-    _fmt("tencent_secret_id", r"(?<![A-Za-z0-9])AKID[A-Za-z0-9]{32}(?![A-Za-z0-9])", "AKID"),
-    _fmt("digitalocean_token", _L + r"do[opr]_v1_[a-f0-9]{64}" + _R, "_v1_", lead=(3, 3)),
-    _fmt("databricks_token", _L + r"dapi[a-f0-9]{32}(?:-[0-9])?" + _R, "dapi"),
-    _fmt("flyio_token", _L + r"(?:fo1_[A-Za-z0-9_-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3})" + _R,
+    fmt("alibaba_access_key_id", r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{20}(?![A-Za-z0-9])", "LTAI"),
+    fmt("tencent_secret_id", r"(?<![A-Za-z0-9])AKID[A-Za-z0-9]{32}(?![A-Za-z0-9])", "AKID"),
+    fmt("digitalocean_token", L + r"do[opr]_v1_[a-f0-9]{64}" + R, "_v1_", lead=(3, 3)),
+    fmt("databricks_token", L + r"dapi[a-f0-9]{32}(?:-[0-9])?" + R, "dapi"),
+    fmt("flyio_token", L + r"(?:fo1_[A-Za-z0-9_-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3})" + R,
          "fo1_", "fm1", "fm2"),
     # Source hosting, CI and package registries.
-    _fmt("github_token", _L + r"gh[pousr]_[A-Za-z0-9_]{20,}" + _R, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-    _fmt("github_fine_grained", _L + r"github_pat_[A-Za-z0-9_]{20,}" + _R, "github_pat_"),
-    _fmt("gitlab_token", _L + r"(?:glpat-[A-Za-z0-9_.-]{16,}|gl(?:dt|ft|soat|rt|cbt|imt|ptt|agent|oas|ffct|wt)-"
-         r"[A-Za-z0-9_.-]{20,})" + _R,
+    fmt("github_token", L + r"gh[pousr]_[A-Za-z0-9_]{20,}" + R, "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    fmt("github_fine_grained", L + r"github_pat_[A-Za-z0-9_]{20,}" + R, "github_pat_"),
+    fmt("gitlab_token", L + r"(?:glpat-[A-Za-z0-9_.-]{16,}|gl(?:dt|ft|soat|rt|cbt|imt|ptt|agent|oas|ffct|wt)-"
+         r"[A-Za-z0-9_.-]{20,})" + R,
          "glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-",
          "glffct-", "glwt-"),
-    _fmt("gitlab_runner_registration", _L + r"GR1348941[A-Za-z0-9_-]{20,}" + _R, "GR1348941"),
-    _fmt("npm_token", _L + r"npm_[A-Za-z0-9]{20,}" + _R, "npm_"),
-    _fmt("pypi_token", _L + r"pypi-AgE[A-Za-z0-9_-]{50,}" + _R, "pypi-AgE"),
-    _fmt("docker_hub_token", _L + r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}" + _R, "dckr_"),
-    _fmt("rubygems_token", _L + r"rubygems_[a-f0-9]{48}" + _R, "rubygems_"),
-    _fmt("clojars_token", _L + r"CLOJARS_[a-z0-9]{60}" + _R, "CLOJARS_"),
-    _fmt("artifactory_token", r"(?<![A-Za-z0-9])(?:AKCp[A-Za-z0-9]{69}|cmVmdGtuOjAxOj[A-Za-z0-9]{50,})"
+    fmt("gitlab_runner_registration", L + r"GR1348941[A-Za-z0-9_-]{20,}" + R, "GR1348941"),
+    fmt("npm_token", L + r"npm_[A-Za-z0-9]{20,}" + R, "npm_"),
+    fmt("pypi_token", L + r"pypi-AgE[A-Za-z0-9_-]{50,}" + R, "pypi-AgE"),
+    fmt("docker_hub_token", L + r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}" + R, "dckr_"),
+    fmt("rubygems_token", L + r"rubygems_[a-f0-9]{48}" + R, "rubygems_"),
+    fmt("clojars_token", L + r"CLOJARS_[a-z0-9]{60}" + R, "CLOJARS_"),
+    fmt("artifactory_token", r"(?<![A-Za-z0-9])(?:AKCp[A-Za-z0-9]{69}|cmVmdGtuOjAxOj[A-Za-z0-9]{50,})"
          r"(?![A-Za-z0-9])", "AKCp", "cmVmdGtuOjAxOj"),
-    _fmt("sourcegraph_token", _L + r"sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}" + _R, "sgp_"),
-    _fmt("octopus_deploy_key", r"(?<![A-Za-z0-9-])API-[A-Z0-9]{26}(?![A-Za-z0-9])", "API-"),
-    _fmt("pulumi_token", _L + r"pul-[a-f0-9]{40}" + _R, "pul-"),
-    _fmt("terraform_cloud_token", _L + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}" + _R,
+    fmt("sourcegraph_token", L + r"sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}" + R, "sgp_"),
+    fmt("octopus_deploy_key", r"(?<![A-Za-z0-9-])API-[A-Z0-9]{26}(?![A-Za-z0-9])", "API-"),
+    fmt("pulumi_token", L + r"pul-[a-f0-9]{40}" + R, "pul-"),
+    fmt("terraform_cloud_token", L + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}" + R,
          ".atlasv1.", lead=(14, 14)),
-    _fmt("hashicorp_vault_token", _L + r"hv[sbr]\.[A-Za-z0-9_-]{24,}" + _R, "hvs.", "hvb.", "hvr."),
-    _fmt("doppler_token", _L + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + _R, "dp."),
-    _fmt("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}(?![A-Za-z0-9])", "AGE-SECRET-KEY-1"),
-    _fmt("onepassword_service_token", _L + r"ops_eyJ[A-Za-z0-9+/=_-]{100,}" + _R, "ops_eyJ"),
-    _fmt("openshift_token", _L + r"sha256~[A-Za-z0-9_-]{43}" + _R, "sha256~"),
-    _fmt("harness_token", _L + r"pat\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}" + _R, "pat."),
-    _fmt("grafana_token", _L + r"(?:glc_[A-Za-z0-9+/]{32,400}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})" + _R,
+    fmt("hashicorp_vault_token", L + r"hv[sbr]\.[A-Za-z0-9_-]{24,}" + R, "hvs.", "hvb.", "hvr."),
+    fmt("doppler_token", L + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + R, "dp."),
+    fmt("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}(?![A-Za-z0-9])", "AGE-SECRET-KEY-1"),
+    fmt("onepassword_service_token", L + r"ops_eyJ[A-Za-z0-9+/=_-]{100,}" + R, "ops_eyJ"),
+    fmt("openshift_token", L + r"sha256~[A-Za-z0-9_-]{43}" + R, "sha256~"),
+    fmt("harness_token", L + r"pat\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}" + R, "pat."),
+    fmt("grafana_token", L + r"(?:glc_[A-Za-z0-9+/]{32,400}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})" + R,
          "glc_", "glsa_"),
-    _fmt("tailscale_key", _L + r"tskey-(?:api|auth|client|webhook|scim)-[A-Za-z0-9]{8,}-[A-Za-z0-9]{20,}" + _R,
+    fmt("tailscale_key", L + r"tskey-(?:api|auth|client|webhook|scim)-[A-Za-z0-9]{8,}-[A-Za-z0-9]{20,}" + R,
          "tskey-"),
-    _fmt("dynatrace_token", _L + r"dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}" + _R, "dt0c01."),
-    _fmt("new_relic_key", _L + r"(?:NRAK-[A-Z0-9]{27}|NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9_-]{32})" + _R,
+    fmt("dynatrace_token", L + r"dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}" + R, "dt0c01."),
+    fmt("new_relic_key", L + r"(?:NRAK-[A-Z0-9]{27}|NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9_-]{32})" + R,
          "NRAK-", "NRJS-", "NRII-"),
-    _fmt("sentry_token", _L + r"sntry[us]_[A-Za-z0-9+/=_-]{40,}" + _R, "sntrys_", "sntryu_"),
-    _fmt("scalingo_token", _L + r"tk-us-[A-Za-z0-9_-]{48}" + _R, "tk-us-"),
-    _fmt("infracost_key", _L + r"ico-[A-Za-z0-9]{32}" + _R, "ico-"),
-    _fmt("prefect_key", _L + r"pnu_[A-Za-z0-9]{36}" + _R, "pnu_"),
-    _fmt("readme_key", _L + r"rdme_[a-z0-9]{70}" + _R, "rdme_"),
-    _fmt("supabase_key", _L + r"(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})" + _R, "sbp_", "sb_secret_"),
-    _fmt("planetscale_token", _L + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_=.-]{32,64}" + _R, "pscale_"),
+    fmt("sentry_token", L + r"sntry[us]_[A-Za-z0-9+/=_-]{40,}" + R, "sntrys_", "sntryu_"),
+    fmt("scalingo_token", L + r"tk-us-[A-Za-z0-9_-]{48}" + R, "tk-us-"),
+    fmt("infracost_key", L + r"ico-[A-Za-z0-9]{32}" + R, "ico-"),
+    fmt("prefect_key", L + r"pnu_[A-Za-z0-9]{36}" + R, "pnu_"),
+    fmt("readme_key", L + r"rdme_[a-z0-9]{70}" + R, "rdme_"),
+    fmt("supabase_key", L + r"(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})" + R, "sbp_", "sb_secret_"),
+    fmt("planetscale_token", L + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_=.-]{32,64}" + R, "pscale_"),
     # AI providers.
-    _fmt("sk_prefixed_key", _L + r"sk-(?:[A-Za-z0-9][A-Za-z0-9_-]{19,}|(?:proj|org|svcacct|admin)-[A-Za-z0-9_-]{12,})"
-         + _R, "sk-"),
-    _fmt("huggingface_token", _L + r"(?:hf_|api_org_)[A-Za-z]{30,}" + _R, "hf_", "api_org_"),
-    _fmt("groq_key", _L + r"gsk_[A-Za-z0-9]{48,}" + _R, "gsk_"),
-    _fmt("xai_key", _L + r"xai-[A-Za-z0-9]{70,}" + _R, "xai-"),
-    _fmt("replicate_token", _L + r"r8_[A-Za-z0-9]{37}" + _R, "r8_"),
-    _fmt("perplexity_key", _L + r"pplx-[A-Za-z0-9]{40,}" + _R, "pplx-"),
+    fmt("sk_prefixed_key", L + r"sk-(?:[A-Za-z0-9][A-Za-z0-9_-]{19,}|(?:proj|org|svcacct|admin)-[A-Za-z0-9_-]{12,})"
+         + R, "sk-"),
+    fmt("huggingface_token", L + r"(?:hf_|api_org_)[A-Za-z]{30,}" + R, "hf_", "api_org_"),
+    fmt("groq_key", L + r"gsk_[A-Za-z0-9]{48,}" + R, "gsk_"),
+    fmt("xai_key", L + r"xai-[A-Za-z0-9]{70,}" + R, "xai-"),
+    fmt("replicate_token", L + r"r8_[A-Za-z0-9]{37}" + R, "r8_"),
+    fmt("perplexity_key", L + r"pplx-[A-Za-z0-9]{40,}" + R, "pplx-"),
     # Payments and commerce.
-    _fmt("stripe_key", _L + r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,}" + _R, "sk_", "rk_"),
-    _fmt("stripe_webhook_secret", _L + r"whsec_[A-Za-z0-9]{24,}" + _R, "whsec_"),
-    _fmt("shopify_token", _L + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _R, "shpat_", "shpca_", "shppa_", "shpss_"),
-    _fmt("square_token", _L + r"(?:sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}|EAAA[A-Za-z0-9_-]{60})" + _R,
+    fmt("stripe_key", L + r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,}" + R, "sk_", "rk_"),
+    fmt("stripe_webhook_secret", L + r"whsec_[A-Za-z0-9]{24,}" + R, "whsec_"),
+    fmt("shopify_token", L + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + R, "shpat_", "shpca_", "shppa_", "shpss_"),
+    fmt("square_token", L + r"(?:sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}|EAAA[A-Za-z0-9_-]{60})" + R,
          "sq0atp-", "sq0csp-", "EAAA"),
-    _fmt("flutterwave_key", _L + r"FLWSECK(?:_TEST)?-[a-h0-9]{32}-X" + _R, "FLWSECK"),
-    _fmt("shippo_token", _L + r"shippo_(?:live|test)_[a-f0-9]{40}" + _R, "shippo_"),
-    _fmt("easypost_key", _L + r"EZ[AT]K[A-Za-z0-9]{54}" + _R, "EZAK", "EZTK"),
-    _fmt("plaid_token", _L + r"access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}"
-         r"-[0-9a-f]{4}-[0-9a-f]{12}" + _R, "access-sandbox-", "access-development-", "access-production-"),
+    fmt("flutterwave_key", L + r"FLWSECK(?:_TEST)?-[a-h0-9]{32}-X" + R, "FLWSECK"),
+    fmt("shippo_token", L + r"shippo_(?:live|test)_[a-f0-9]{40}" + R, "shippo_"),
+    fmt("easypost_key", L + r"EZ[AT]K[A-Za-z0-9]{54}" + R, "EZAK", "EZTK"),
+    fmt("plaid_token", L + r"access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}"
+         r"-[0-9a-f]{4}-[0-9a-f]{12}" + R, "access-sandbox-", "access-development-", "access-production-"),
     # Messaging, email and collaboration.
-    _fmt("slack_token", _L + r"(?:xox[abposre]-[A-Za-z0-9-]{14,}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9-]{10,}"
-         r"|xapp-[0-9]-[A-Za-z0-9-]{12,})" + _R, "xox", "xapp-"),
-    _fmt("slack_webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]{20,})",
+    fmt("slack_token", L + r"(?:xox[abposre]-[A-Za-z0-9-]{14,}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9-]{10,}"
+         r"|xapp-[0-9]-[A-Za-z0-9-]{12,})" + R, "xox", "xapp-"),
+    fmt("slack_webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]{20,})",
          "hooks.slack.com/", group=1),
-    _fmt("discord_webhook", r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/([A-Za-z0-9_-]{60,68})",
+    fmt("discord_webhook", r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/([A-Za-z0-9_-]{60,68})",
          "/api/webhooks/", group=1, lead=(11, 14)),
-    _fmt("teams_webhook", r"\.webhook\.office\.com/webhookb2/([A-Za-z0-9_@/.-]{40,})", ".webhook.office.com/",
+    fmt("teams_webhook", r"\.webhook\.office\.com/webhookb2/([A-Za-z0-9_@/.-]{40,})", ".webhook.office.com/",
          group=1),
-    _fmt("discord_bot_token", r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
+    fmt("discord_bot_token", r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
          r"(?![A-Za-z0-9_-])", "discord", scan=True),
-    _fmt("telegram_bot_token", r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _R, ":AA", lead=(8, 10)),
-    _fmt("twilio_api_key", r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])", "SK"),
-    _fmt("sendgrid_key", _L + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}" + _R, "SG."),
-    _fmt("mailgun_key", _L + r"(?:pub)?key-[0-9a-f]{32}" + _R, "key-", lead=(0, 3)),
-    _fmt("mailchimp_key", _L + r"[0-9a-f]{32}-us[0-9]{1,2}" + _R, "-us", lead=(32, 32)),
-    _fmt("atlassian_token", _L + r"AT[AC]TT3[A-Za-z0-9_=-]{50,}" + _R, "ATATT3", "ATCTT3"),
-    _fmt("linear_key", _L + r"lin_api_[A-Za-z0-9]{40}" + _R, "lin_api_"),
-    _fmt("notion_token", _L + r"(?:ntn_[0-9]{11}[A-Za-z0-9]{32,35}|secret_[A-Za-z0-9]{43})" + _R, "ntn_", "secret_"),
-    _fmt("postman_key", _L + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + _R, "PMAK-"),
-    _fmt("typeform_token", _L + r"tfp_[A-Za-z0-9_.=-]{59}" + _R, "tfp_"),
-    _fmt("contentful_token", _L + r"CFPAT-[A-Za-z0-9_-]{43}" + _R, "CFPAT-"),
-    _fmt("frameio_token", _L + r"fio-u-[A-Za-z0-9_=-]{64}" + _R, "fio-u-"),
-    _fmt("adobe_secret", _L + r"p8e-[A-Za-z0-9]{32}" + _R, "p8e-"),
-    _fmt("mapbox_secret_token", _L + r"sk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}" + _R, "sk.eyJ"),
-    _fmt("dropbox_token", _L + r"sl\.[A-Za-z0-9_-]{100,}" + _R, "sl."),
+    fmt("telegram_bot_token", r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + R, ":AA", lead=(8, 10)),
+    fmt("twilio_api_key", r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])", "SK"),
+    fmt("sendgrid_key", L + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}" + R, "SG."),
+    fmt("mailgun_key", L + r"(?:pub)?key-[0-9a-f]{32}" + R, "key-", lead=(0, 3)),
+    fmt("mailchimp_key", L + r"[0-9a-f]{32}-us[0-9]{1,2}" + R, "-us", lead=(32, 32)),
+    fmt("atlassian_token", L + r"AT[AC]TT3[A-Za-z0-9_=-]{50,}" + R, "ATATT3", "ATCTT3"),
+    fmt("linear_key", L + r"lin_api_[A-Za-z0-9]{40}" + R, "lin_api_"),
+    fmt("notion_token", L + r"(?:ntn_[0-9]{11}[A-Za-z0-9]{32,35}|secret_[A-Za-z0-9]{43})" + R, "ntn_", "secret_"),
+    fmt("postman_key", L + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + R, "PMAK-"),
+    fmt("typeform_token", L + r"tfp_[A-Za-z0-9_.=-]{59}" + R, "tfp_"),
+    fmt("contentful_token", L + r"CFPAT-[A-Za-z0-9_-]{43}" + R, "CFPAT-"),
+    fmt("frameio_token", L + r"fio-u-[A-Za-z0-9_=-]{64}" + R, "fio-u-"),
+    fmt("adobe_secret", L + r"p8e-[A-Za-z0-9]{32}" + R, "p8e-"),
+    fmt("mapbox_secret_token", L + r"sk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}" + R, "sk.eyJ"),
+    fmt("dropbox_token", L + r"sl\.[A-Za-z0-9_-]{100,}" + R, "sl."),
     # Signed tokens: a JSON header, a payload, and a signature that may be empty (`alg: none`).
-    _fmt("jwt", r"(?<![A-Za-z0-9_.-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_.-]*(?![A-Za-z0-9_-])",
+    fmt("jwt", r"(?<![A-Za-z0-9_.-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_.-]*(?![A-Za-z0-9_-])",
          "eyJ"),
+    *CLOUD_FORMATS,
+    *SAAS_FORMATS,
 )  # fmt: skip
 
 _MATCHED = tuple(f for f in VENDOR_FORMATS if not f.scan)
@@ -242,13 +214,13 @@ def find_vendor_tokens(probe: FoldedText) -> list[Span]:
         for start, end in runs:
             for at, needle in _NEEDLES.occurrences(text[start:end]):
                 key_id = key_id or needle in _AWS_KEY_ID_NEEDLES
-                for fmt in _BY_NEEDLE[needle]:
-                    spans.update(fmt.spans_at(text, start + at))
+                for form in _BY_NEEDLE[needle]:
+                    spans.update(form.spans_at(text, start + at))
     folded = probe.folded
-    for needle, fmt in _SCAN_NEEDLES:
+    for needle, form in _SCAN_NEEDLES:
         # The first character alone, found by memchr, rules most texts out: a quote is rare in prose.
         if needle[0] in folded and needle in folded:
-            spans.update(match.span(fmt.group) for match in fmt.pattern.finditer(text))
+            spans.update(form.spans_near(text, folded, needle))
     if key_id:
         spans.update(_aws_secrets(text))
     return list(spans)
