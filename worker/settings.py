@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+import phonenumbers
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -20,6 +21,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from engines.contract import ConfigError
 from engines.registry import MemoryConfig
 from engines.settings import EngineCredential, EngineSettings
 from pipeline.convert import OcrSettings
@@ -31,6 +33,25 @@ def default_data_dir() -> Path:
     """`$XDG_DATA_HOME/tinymemory`, else `~/.local/share/tinymemory`."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "tinymemory"
+
+
+class ScrubSettings(BaseModel):
+    """How items are scrubbed: `regions`, the ISO 3166 codes of the countries the texts come from (`["PH",
+    "TR"]`), whose phone numbers are then found in their national formats too (`Policy.regions`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    regions: tuple[str, ...] = ()
+
+    @field_validator("regions")
+    @classmethod
+    def _known(cls, regions: tuple[str, ...]) -> tuple[str, ...]:
+        upper = tuple(region.strip().upper() for region in regions)
+        unknown = [region for region in upper if region not in phonenumbers.SUPPORTED_REGIONS]
+        if unknown:
+            names = ", ".join(map(repr, unknown))
+            raise ConfigError(f'scrub.regions: {names} is not a region phonenumbers knows (ISO 3166, such as "PH")')
+        return upper
 
 
 class Settings(BaseSettings):
@@ -51,6 +72,9 @@ class Settings(BaseSettings):
     # Scans and images read by OCR (Tesseract): languages, resolution and caps; TINYMEMORY_OCR__LANGUAGES='["eng",
     # "deu"]' or `[ocr] languages = ["eng", "deu"]` in the TOML file. A language not installed stops start-up.
     ocr: OcrSettings = Field(default_factory=OcrSettings)
+    # The countries the texts come from, for their phone numbers' national formats: TINYMEMORY_SCRUB__REGIONS=
+    # '["PH", "TR"]' or `[scrub] regions = ["PH", "TR"]` in the TOML file.
+    scrub: ScrubSettings = Field(default_factory=ScrubSettings)
     max_file_mb: float = 10.0
     item_max_chars: int = 8 * 1024 * 1024
     # Calls of one store_many the engine answers Unavailable before giving up: in embedded mode the units

@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 from engines.contract import MemoryEngine
 from pipeline.convert import ConvertLimits, ocr_unavailable
 from pipeline.items import ItemRules
+from pipeline.scrub import Policy
 from sources import ReaderOptions
 from worker.jobs import PipelineSettings
 from worker.settings import Settings
@@ -90,7 +91,7 @@ def pipeline_settings(settings: Settings, converter_processes: int, *, in_task: 
     which leaves a still-unavailable engine to the task's own retries instead of dead-lettering."""
     concurrency = settings.convert_concurrency or max(2, converter_processes * 2)
     return PipelineSettings(
-        items=ItemRules(item_max_chars=settings.item_max_chars),
+        items=ItemRules(item_max_chars=settings.item_max_chars, scrub_policy=Policy(regions=settings.scrub.regions)),
         convert_concurrency=concurrency,
         store_attempts=settings.task_store_attempts if in_task else settings.store_attempts,
         dead_letter_unavailable=not in_task,

@@ -56,6 +56,7 @@ class PiiClass:
     bare_numeric: bool  # left out of `has_likely_pii` (docs/spec/safety.md §6.9)
     narrow: SpanCheck | None = None  # when set, decides instead of `check` and may shorten the hit
     late_gate: Gate | None = None  # a costlier part of the gate (a keyword lookup), asked once a hint matched
+    shield: CandidateCheck | None = None  # asked of a failing candidate: True keeps its span from other classes
 
 
 def pii_class(
@@ -70,11 +71,18 @@ def pii_class(
     bare: bool = False,
     narrow: SpanCheck | None = None,
     late_gate: Gate | None = None,
+    shield: CandidateCheck | None = None,
 ) -> PiiClass:
-    """A class whose hint is `[0-9]` followed by `hint_tail`, and whose token is `[REDACTED_PII_<token>]`."""
+    """A class whose hint is `[0-9]` followed by `hint_tail`, and whose token is `[REDACTED_PII_<token>]`.
+
+    `shield`, when given, is asked of each candidate that fails: a candidate it accepts is kept as it is,
+    and no other class may redact any part of it (an IBAN that fails mod 97 is not a card, and an SSN with
+    a reserved area is not a phone)."""
     hint = re.compile("[0-9]" + hint_tail)
     token_text = f"[REDACTED_PII_{token}]"
-    return PiiClass(name, re.compile(pattern), gate, hint, hint_tail, check, token_text, group, bare, narrow, late_gate)
+    return PiiClass(
+        name, re.compile(pattern), gate, hint, hint_tail, check, token_text, group, bare, narrow, late_gate, shield
+    )
 
 
 def _union(classes: tuple[PiiClass, ...]) -> re.Pattern[str]:

@@ -1,19 +1,26 @@
-"""National identifiers checked with `python-stdnum`: US ITIN, UK NHS, Canadian SIN, Australian TFN and the
-EU's personal ids.
+"""National identifiers checked with `python-stdnum`: US ITIN and SSN, UK NHS, Canadian SIN, Australian TFN
+and the EU's personal ids.
 
 Each class is a shape and stdnum's validation of it (check digits, embedded birth dates, reserved ranges).
 A shape with its own punctuation (`912-90-3456`, `85.07.30-033.28`, `710319/2745`, `131052-308T`, a
-spaced French NIR, an Italian codice fiscale, a Portuguese CC) is distinctive once its checksum passes.
-A bare run of 9 to 13 digits is not: a 1-in-10 or 1-in-11 checksum passes for many ids and timestamps,
-and several countries share a length. Those need the identifier's own name within a few words of them
-("NHS", "PESEL", "BSN", "Steuer-ID", "personnummer"), on either side.
+spaced French NIR, an Italian codice fiscale, a Portuguese CC) is distinctive once its checksum passes;
+so are the ITIN in any one separator (`912 70 1234`), the dashed SIN (`752-174-888`) and the NHS number
+as the NHS prints it (`592 841 3823`, `592-841-3823`; not a valid North American phone, which the phone
+class takes), unless the text names them otherwise (`naming`) or another number stands right beside them
+(a list). Three groups of three digits with spaces are not distinctive: lists (`ports 443 587 993`) and
+thousands (`123 456 789 bytes`) are written so, and a spaced SIN or TFN needs its name. Neither is a bare
+run of 8 to 13 digits, or digits grouped as nobody writes the id: those need the identifier's own name
+within a few words of them ("NHS", "TFN", "PESEL", "BSN", "Steuer-ID", "personnummer"), on either side.
+
+A candidate that fails its check while its name stands beside it is kept whole (`PiiClass.shield`): "SIN
+046 454 287" is no phone either.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from types import ModuleType
+from enum import Enum
 
 from stdnum.at import vnr
 from stdnum.au import tfn
@@ -38,61 +45,63 @@ from stdnum.pt import cc
 from stdnum.ro import cnp
 from stdnum.se import personnummer
 from stdnum.si import emso
-from stdnum.us import itin
+from stdnum.us import itin, ssn
 
-from pipeline.scrub.checksums import ssn_valid
 from pipeline.scrub.classes import CandidateCheck, PiiClass, pii_class
+from pipeline.scrub.naming import (
+    digits_valid,
+    in_a_list,
+    keyword_pattern,
+    named_otherwise,
+    near,
+    needles,
+    stdnum_valid,
+)
+from pipeline.scrub.phones import nanp_valid
 from pipeline.scrub.report import Policy
 from pipeline.scrub.view import TextFacts
 
-KEYWORD_BEFORE = 48
-KEYWORD_AFTER = 24
+Valid = Callable[[str], bool]
 
 
-def stdnum_valid(module: ModuleType) -> Callable[[str], bool]:
-    """The module's `is_valid`, False for anything it raises: a validator's bug must not fail a scrub."""
-    validate: Callable[[str], bool] = module.is_valid
+class Kept(Enum):
+    """When a candidate that fails its check is kept from the other classes."""
 
-    def valid(text: str) -> bool:
-        try:
-            return bool(validate(text))
-        except Exception:  # stdnum catches its own errors; anything else is a bug on odd input
-            return False
-
-    return valid
-
-
-def keyword_pattern(keywords: tuple[str, ...]) -> re.Pattern[str]:
-    """The keywords as whole words, any case."""
-    words = "|".join(re.escape(k) for k in sorted(keywords, key=len, reverse=True))
-    return re.compile(rf"(?i)(?<![^\W\d_])(?:{words})(?![^\W\d_])")
-
-
-def near(keyword: re.Pattern[str], view: str, start: int, end: int) -> bool:
-    """True when a keyword stands within a few words before or after `view[start:end]`."""
-    return (
-        keyword.search(view, max(0, start - KEYWORD_BEFORE), start) is not None
-        or keyword.search(view, end, end + KEYWORD_AFTER) is not None
-    )
-
-
-def _needles(keywords: tuple[str, ...]) -> tuple[bytes, ...]:
-    # TextFacts lowers ASCII letters only, so a non-ASCII keyword is given in each case it is written in.
-    return tuple(k.encode().lower() for k in keywords)
+    NEVER = "never"
+    NAMED = "named"  # the id's name stands beside it
 
 
 def _checked(
-    valid: Callable[[str], bool], keyword: re.Pattern[str] | None, formatted: re.Pattern[str] | None
+    valid: Valid,
+    keyword: re.Pattern[str] | None,
+    formatted: re.Pattern[str] | None,
+    rival: re.Pattern[str] | None,
+    unnamed: Valid | None,
 ) -> CandidateCheck:
     def check(view: str, start: int, end: int, _policy: Policy) -> bool:
         text = view[start:end]
         if not valid(text):
             return False
-        if keyword is None or (formatted is not None and formatted.fullmatch(text)):
+        if keyword is None or near(keyword, view, start, end):
             return True
-        return near(keyword, view, start, end)
+        if formatted is None or not formatted.fullmatch(text):
+            return False
+        if rival is not None and near(rival, view, start, end):
+            return False
+        if named_otherwise(view, start) or in_a_list(view, start, end):
+            return False
+        return unnamed is None or unnamed(text)
 
     return check
+
+
+def _named(keyword: re.Pattern[str], claimed: Valid | None) -> CandidateCheck:
+    """A failing candidate beside the id's name is kept, unless another class claims it (`claimed`)."""
+
+    def shield(view: str, start: int, end: int, _policy: Policy) -> bool:
+        return near(keyword, view, start, end) and not (claimed is not None and claimed(view[start:end]))
+
+    return shield
 
 
 def _national(
@@ -100,34 +109,48 @@ def _national(
     token: str,
     pattern: str,
     hint_tail: str,
-    valid: Callable[[str], bool],
+    valid: Valid,
     keywords: tuple[str, ...] = (),
     formatted: str | None = None,
     *,
     digits: int,
     run: int = 1,
+    rivals: tuple[str, ...] = (),
+    unnamed: Valid | None = None,
+    kept: Kept = Kept.NEVER,
+    claimed: Valid | None = None,
 ) -> PiiClass:
     """A class of `digits` digits at least, `run` of them consecutive, needing a keyword unless `keywords`
-    is empty or the match has the `formatted` shape."""
+    is empty or the match has the `formatted` shape; a formatted match without its name must also pass
+    `unnamed`, and is refused when a `rivals` name stands beside it. Under `Kept.NAMED` a candidate that
+    fails beside its name is kept from the other classes, unless `claimed` says another class's it is."""
     keyword = keyword_pattern(keywords) if keywords else None
     shape = re.compile(formatted) if formatted else None
-    needles = _needles(keywords)
+    rival = keyword_pattern(rivals) if rivals else None
+    keyword_needles = needles(keywords)
 
     def gate(facts: TextFacts) -> bool:
         return facts.digits >= digits and facts.run >= run
 
     def keyword_gate(facts: TextFacts) -> bool:
-        return facts.has_any(needles)
+        return facts.has_any(keyword_needles)
 
     # The keyword lookup costs several substring searches: it waits until the class's hint has matched.
     late_gate = keyword_gate if keyword is not None and shape is None else None
-    return pii_class(name, pattern, gate, hint_tail, _checked(valid, keyword, shape), token, late_gate=late_gate)
+    check = _checked(valid, keyword, shape, rival, unnamed)
+    shield = _named(keyword, claimed) if kept is Kept.NAMED and keyword is not None else None
+    return pii_class(name, pattern, gate, hint_tail, check, token, late_gate=late_gate, shield=shield)
 
 
-_SSN_WORDS = ("ssn", "social security", "social security number")
-_NHS_WORDS = ("nhs", "nhs no", "nhs number")
-_SIN_WORDS = ("sin", "social insurance", "nas", "assurance sociale")
-_TFN_WORDS = ("tfn", "tax file", "tax file number")
+def _not_a_phone(text: str) -> bool:
+    return not nanp_valid(text)
+
+
+_SSN_WORDS = ("ssn", "ssns", "ss#", "ss no", "soc sec", "social security", "social security number")
+_ITIN_WORDS = ("itin", "itins", "individual taxpayer", "taxpayer identification", "taxpayer id", "tax id", "tin")
+_NHS_WORDS = ("nhs", "nhs no", "nhs number", "nhs#", "national health service", "health service number")
+_SIN_WORDS = ("sin", "sin#", "social insurance", "social insurance number", "nas", "assurance sociale")
+_TFN_WORDS = ("tfn", "tfn#", "tax file", "tax file number")
 _AT_WORDS = ("svnr", "sv-nr", "sv-nummer", "sozialversicherungsnummer", "versicherungsnummer", "vsnr")
 _BE_WORDS = ("rijksregisternummer", "rijksregister", "numéro national", "national number", "insz", "niss")
 _BG_WORDS = ("егн", "ЕГН", "egn")
@@ -151,43 +174,63 @@ NATIONAL_CLASSES: tuple[PiiClass, ...] = (
     _national(
         "us_itin",
         "ITIN",
-        r"\b9[0-9]{2}-[0-9]{2}-[0-9]{4}\b",
-        r"[0-9]-[0-9]{2}-[0-9]{4}",
-        stdnum_valid(itin),
+        r"\b9[0-9]{2}[-. ]?[0-9]{2}[-. ]?[0-9]{4}\b",
+        r"[0-9]{2}[-. ]?[0-9]{2}[-. ]?[0-9]{4}",
+        digits_valid(itin),
+        _ITIN_WORDS,
+        r"9[0-9]{2}([-. ])[0-9]{2}\1[0-9]{4}",
         digits=9,
         run=4,
+        kept=Kept.NAMED,
     ),
-    _national("us_itin_bare", "ITIN", r"\b9[0-9]{8}\b", r"[0-9]{8}", stdnum_valid(itin), ("itin",), digits=9, run=9),
-    _national("ssn_keyword", "SSN", r"\b[0-9]{9}\b", r"[0-9]{8}", ssn_valid, _SSN_WORDS, digits=9, run=9),
+    _national(
+        "ssn_keyword",
+        "SSN",
+        r"\b[0-9]{3}[-. ]?[0-9]{2}[-. ]?[0-9]{4}\b",
+        r"[0-9]{2}[-. ]?[0-9]{2}[-. ]?[0-9]{4}",
+        digits_valid(ssn),
+        _SSN_WORDS,
+        digits=9,
+        run=4,
+        kept=Kept.NAMED,
+        claimed=digits_valid(itin),
+    ),
     _national(
         "gb_nhs",
         "NHS",
         r"\b[0-9]{3}[ -]?[0-9]{3}[ -]?[0-9]{4}\b",
         r"[0-9]{2}[ -]?[0-9]{3}[ -]?[0-9]{4}",
-        stdnum_valid(nhs),
+        digits_valid(nhs),
         _NHS_WORDS,
+        r"[0-9]{3}([ -])[0-9]{3}\1[0-9]{4}",
         digits=10,
         run=4,
+        unnamed=_not_a_phone,
+        kept=Kept.NAMED,
     ),
     _national(
         "ca_sin",
         "SIN",
         r"\b[0-9]{3}[ -]?[0-9]{3}[ -]?[0-9]{3}\b",
-        r"[0-9]{2}[ -]?[0-9]{3}[ -]?[0-9]{3}",
-        stdnum_valid(sin),
+        r"[0-9]{2}[ -]?[0-9]{3}[ -]?[0-9]{2}",  # the TFN's: one hint for both
+        digits_valid(sin),
         _SIN_WORDS,
+        r"[0-9]{3}-[0-9]{3}-[0-9]{3}",
         digits=9,
         run=3,
+        rivals=_TFN_WORDS,
+        kept=Kept.NAMED,
     ),
     _national(
         "au_tfn",
         "TFN",
-        r"\b[0-9]{3} ?[0-9]{3} ?[0-9]{2,3}\b",
-        r"[0-9]{2} ?[0-9]{3} ?[0-9]{2}",
-        stdnum_valid(tfn),
+        r"\b[0-9]{3}[ -]?[0-9]{3}[ -]?[0-9]{2,3}\b",
+        r"[0-9]{2}[ -]?[0-9]{3}[ -]?[0-9]{2}",
+        digits_valid(tfn),
         _TFN_WORDS,
         digits=8,
         run=3,
+        kept=Kept.NAMED,
     ),
     # The European Union.
     _national(

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from pipeline.scrub.classes import LOOKBACK, SPEC_TABLE, ClassTable, PiiClass
@@ -67,11 +67,18 @@ def _windows(view: str, union: re.Pattern[str], digits: Window) -> list[Window]:
 
 
 def _class_hits(
-    pii_class: PiiClass, view: str, windows: list[Window], facts: TextFacts, policy: Policy
+    pii_class: PiiClass,
+    view: str,
+    windows: list[Window],
+    facts: TextFacts,
+    policy: Policy,
+    kept: list[Window] | None = None,
 ) -> list[PiiHit]:
-    """The class's passing hits; its late gate, if any, is asked once its hint has matched."""
+    """The class's passing hits; its late gate, if any, is asked once its hint has matched. With `kept`, the
+    failing candidates its shield accepts are added there."""
     hits: list[PiiHit] = []
     late_gate = pii_class.late_gate
+    shield = pii_class.shield if kept is not None else None
     for lo, hi in windows:
         start = _scan_start(pii_class, view, lo, hi)
         if start is None:
@@ -86,8 +93,12 @@ def _class_hits(
                 narrowed = pii_class.narrow(view, begin, end, policy)
                 if narrowed is not None:
                     hits.append(PiiHit(narrowed[0], narrowed[1], pii_class))
+                    continue
             elif pii_class.check(view, begin, end, policy):
                 hits.append(PiiHit(begin, end, pii_class))
+                continue
+            if shield is not None and kept is not None and shield(view, begin, end, policy):
+                kept.append((begin, end))
     return hits
 
 
@@ -119,10 +130,12 @@ def find_hits(
     include_bare: bool = True,
     table: ClassTable | None = None,
     digits: Window | None = None,
+    kept: list[Window] | None = None,
 ) -> Iterator[PiiHit]:
     """Yield the passing hits of every class whose gate opens, in class order (overlaps not resolved).
 
-    `digits` is the view's `_digit_span` when the caller has it already.
+    `digits` is the view's `_digit_span` when the caller has it already. `kept`, when given, receives the
+    spans of failing candidates that their class's shield keeps (`resolve_overlaps` takes them).
     """
     table = table or table_for(policy)
     digits = digits or _digit_span(view, table)
@@ -137,18 +150,28 @@ def find_hits(
         if not (others or pii_class.name in table.alone) or (pii_class.bare_numeric and not include_bare):
             continue
         if pii_class.gate(facts):
-            yield from _class_hits(pii_class, view, windows, facts, policy)
+            yield from _class_hits(pii_class, view, windows, facts, policy, kept)
 
 
-def resolve_overlaps(hits: list[PiiHit]) -> list[PiiHit]:
-    """Keep the earliest, then longest hit; for equal spans the earlier class (the sort is stable)."""
-    kept: list[PiiHit] = []
+def resolve_overlaps(hits: list[PiiHit], kept: Sequence[Window] = ()) -> list[PiiHit]:
+    """Keep the earliest, then longest hit; for equal spans the earlier class (the sort is stable).
+
+    A kept span takes part as a hit that wins ties and is then dropped: what it wins over stays unredacted.
+    No class whose hit can have the same span as another's kept span keeps it (an SSN-shaped ITIN is not
+    kept by the SSN classes), so a tie is always a weaker reading of the same characters (a card, a phone).
+    """
+    if not kept and len(hits) < 2:
+        return hits
+    entries: list[tuple[int, int, PiiHit | None]] = [(start, end, None) for start, end in kept]
+    entries.extend((hit.start, hit.end, hit) for hit in hits)
+    resolved: list[PiiHit] = []
     last_end = 0
-    for hit in sorted(hits, key=lambda h: (h.start, h.start - h.end)):
-        if hit.start >= last_end:
-            kept.append(hit)
-            last_end = hit.end
-    return kept
+    for start, end, hit in sorted(entries, key=lambda e: (e[0], e[0] - e[1])):
+        if start >= last_end:
+            last_end = end
+            if hit is not None:
+                resolved.append(hit)
+    return resolved
 
 
 def _splice(text: str, view: MatchingView, hits: list[PiiHit]) -> str:
@@ -171,16 +194,23 @@ def redact_identifiers(text: str, policy: Policy) -> tuple[str, int]:
     if ascii_text and digits is None and not (policy.redact_emails and "@" in text):
         return text, 0
     view = matching_view(text)
-    hits = [] if ascii_text and digits is None else list(find_hits(view.text, policy, table=table, digits=digits))
+    kept: list[Window] = []
+    hits = (
+        []
+        if ascii_text and digits is None
+        else list(find_hits(view.text, policy, table=table, digits=digits, kept=kept))
+    )
     if policy.redact_emails:
         hits.extend(PiiHit(start, end, EMAIL_CLASS) for start, end in find_emails(view.text))
-    hits = resolve_overlaps(hits)
+    hits = resolve_overlaps(hits, kept)
     if not hits:
         return text, 0
     return _splice(text, view, hits), len(hits)
 
 
 def has_identifier(text: str, policy: Policy = DEFAULT_POLICY) -> bool:
-    """True when a class other than the bare-numeric ones has a passing hit."""
+    """True when a class other than the bare-numeric ones has a passing hit that no kept span covers."""
     view = matching_view(text)
-    return next(find_hits(view.text, policy, include_bare=False), None) is not None
+    kept: list[Window] = []
+    hits = list(find_hits(view.text, policy, include_bare=False, kept=kept))
+    return bool(resolve_overlaps(hits, kept))

@@ -38,12 +38,15 @@ class Policy:
     """Which rules run and how aggressive the PII stage is; the default redacts most of what it claims.
 
     `redact_emails` applies under both rule sets: safety.md detects addresses and never redacts them, which
-    stays the default.
+    stays the default. `regions` (ISO 3166 codes known to `phonenumbers`, such as `("PH", "TR")`) are where
+    the texts come from: a phone number written in one of their national formats, with or without its
+    trunk prefix, is validated under them too (EXTENDED only; safety.md's phones are shapes).
     """
 
     bare_card: BareCardGate = BareCardGate.LUHN_ONLY
     rules: RuleSet = RuleSet.EXTENDED
     redact_emails: bool = False
+    regions: tuple[str, ...] = ()
 
     @staticmethod
     def corroborated() -> Policy:

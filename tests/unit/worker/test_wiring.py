@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from engines.contract import ConfigError
+from pipeline.scrub import Policy
 from worker.settings import Settings
 from worker.wiring import convert_limits, pipeline_settings, reader_options
 
@@ -43,3 +45,13 @@ def test_reader_options_and_convert_limits(tmp_path: Path) -> None:
 def test_a_nonsense_knob_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         _settings(tmp_path, store_attempts=0)
+
+
+def test_the_scrub_regions_reach_the_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert pipeline_settings(_settings(tmp_path), 1, in_task=False).items.scrub_policy == Policy()
+    monkeypatch.setenv("TINYMEMORY_SCRUB__REGIONS", '["ph", "TR"]')
+    items = pipeline_settings(Settings.load(), 1, in_task=False).items
+    assert items.scrub_policy == Policy(regions=("PH", "TR"))
+    monkeypatch.setenv("TINYMEMORY_SCRUB__REGIONS", '["XX"]')
+    with pytest.raises(ConfigError, match=r"scrub\.regions: 'XX'"):
+        Settings.load()

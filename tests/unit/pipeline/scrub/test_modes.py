@@ -22,6 +22,7 @@ DIFFERENCES: dict[int, tuple[str, str]] = {
     20: ("token=abc&x=1", "a value needs 8 characters"),
     25: ("access_token=[REDACTED]", "the keyword rule keeps the name"),
     43: ("card [REDACTED_PII_CREDIT_CARD] now", "a card ends on a digit; the space stays"),
+    56: ("RRN 900101-1234567", "stdnum's check digit fails: an RRN-shaped number that is no RRN"),
     62: ("call [REDACTED_PII_PHONE]", "the area code's parenthesis goes with the phone"),
     64: ("call [REDACTED_PII_PHONE]", "a phone word stands before the bare number"),
     66: ("phone [REDACTED_PII_PHONE]", "spaced international numbers are phones"),

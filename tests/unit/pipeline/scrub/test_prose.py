@@ -117,6 +117,9 @@ PROSE: dict[str, list[str]] = {
         "commit 4f2c9e1a7b3d5f6e8c0a1b2d3e4f5a6b7c8d9e0f",
         "uuid 3f2504e0-4f89-41d3-9a0c-0305e82c3301",
         "the list 20 0 50 50 70 100",
+        "ports 443 587 993, range 100 200 300, sizes 128 256 512 1024",
+        "the table has 123 456 789 rows; Manila has 13 000 000 people",
+        "invoice no. 752-174-888 was paid; İstanbul build 2.8.1234 shipped 2024-01-15",
     ],
     "links": [
         "More information: <https://docs.docker.com/reference/cli/docker/secret/>.",
