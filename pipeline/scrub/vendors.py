@@ -61,11 +61,12 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
     fmt("artifactory_token", r"(?<![A-Za-z0-9])(?:AKCp[A-Za-z0-9]{69}|cmVmdGtuOjAxOj[A-Za-z0-9]{50,})"
          r"(?![A-Za-z0-9])", "AKCp", "cmVmdGtuOjAxOj"),
     fmt("sourcegraph_token", L + r"sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}" + R, "sgp_"),
-    fmt("octopus_deploy_key", r"(?<![A-Za-z0-9-])API-[A-Z0-9]{26}(?![A-Za-z0-9])", "API-"),
+    fmt("octopus_deploy_key", r"(?<![A-Za-z0-9-])API-(?=[A-Z0-9]*?[0-9])(?=[A-Z0-9]*?[A-Z])[A-Z0-9]{26,32}"
+         r"(?![A-Za-z0-9])", "API-"),
     fmt("pulumi_token", L + r"pul-[a-f0-9]{40}" + R, "pul-"),
     fmt("terraform_cloud_token", L + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}" + R,
          ".atlasv1.", lead=(14, 14)),
-    fmt("hashicorp_vault_token", L + r"hv[sbr]\.[A-Za-z0-9_-]{24,}" + R, "hvs.", "hvb.", "hvr."),
+    fmt("hashicorp_vault_token", L + r"hv[sbr]\.[A-Za-z0-9_-]{24,}(?:\.[A-Za-z0-9]{5})?" + R, "hvs.", "hvb.", "hvr."),
     fmt("doppler_token", L + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + R, "dp."),
     fmt("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}(?![A-Za-z0-9])", "AGE-SECRET-KEY-1"),
     fmt("onepassword_service_token", L + r"ops_eyJ[A-Za-z0-9+/=_-]{100,}" + R, "ops_eyJ"),
@@ -96,7 +97,8 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
     # Payments and commerce.
     fmt("stripe_key", L + r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,}" + R, "sk_", "rk_"),
     fmt("stripe_webhook_secret", L + r"whsec_[A-Za-z0-9]{24,}" + R, "whsec_"),
-    fmt("shopify_token", L + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + R, "shpat_", "shpca_", "shppa_", "shpss_"),
+    fmt("shopify_token", L + r"(?:shp(?:at|ca|pa|ss|ua)_[a-fA-F0-9]{32}|shptka_[a-fA-F0-9]{32}|shprt_[A-Za-z0-9]{32,})"
+         + R, "shpat_", "shpca_", "shppa_", "shpss_", "shpua_", "shptka_", "shprt_"),
     fmt("square_token", L + r"(?:sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}|EAAA[A-Za-z0-9_-]{60})" + R,
          "sq0atp-", "sq0csp-", "EAAA"),
     fmt("flutterwave_key", L + r"FLWSECK(?:_TEST)?-[a-h0-9]{32}-X" + R, "FLWSECK"),
@@ -120,7 +122,7 @@ VENDOR_FORMATS: tuple[VendorFormat, ...] = (
     fmt("sendgrid_key", L + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}" + R, "SG."),
     fmt("mailgun_key", L + r"(?:pub)?key-[0-9a-f]{32}" + R, "key-", lead=(0, 3)),
     fmt("mailchimp_key", L + r"[0-9a-f]{32}-us[0-9]{1,2}" + R, "-us", lead=(32, 32)),
-    fmt("atlassian_token", L + r"AT[AC]TT3[A-Za-z0-9_=-]{50,}" + R, "ATATT3", "ATCTT3"),
+    fmt("atlassian_token", L + r"AT[ACS]TT3[A-Za-z0-9_=-]{50,}" + R, "ATATT3", "ATCTT3", "ATSTT3"),
     fmt("linear_key", L + r"lin_api_[A-Za-z0-9]{40}" + R, "lin_api_"),
     fmt("notion_token", L + r"(?:ntn_[0-9]{11}[A-Za-z0-9]{32,35}|secret_[A-Za-z0-9]{43})" + R, "ntn_", "secret_"),
     fmt("postman_key", L + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + R, "PMAK-"),
