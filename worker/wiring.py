@@ -14,6 +14,7 @@ from pipeline.items import ItemRules
 from pipeline.scrub import Policy
 from sources import ReaderOptions
 from worker.jobs import PipelineSettings
+from worker.legacy.job import LegacyImportSettings
 from worker.settings import Settings
 from worker.state.base import StateStore
 
@@ -86,12 +87,23 @@ def check_ocr(settings: Settings) -> None:
         logger.warning("scanned PDFs and images cannot be read: %s", reason)
 
 
+def scrub_policy(settings: Settings) -> Policy:
+    """How every item a process stores is scrubbed: the default rules, with the settings' regions."""
+    return Policy(regions=settings.scrub.regions)
+
+
+def legacy_import_settings(settings: Settings, *, in_task: bool) -> LegacyImportSettings:
+    """How a legacy import stores: scrubbed as every other item is, as patient as a sync with the engine."""
+    attempts = settings.task_store_attempts if in_task else settings.store_attempts
+    return LegacyImportSettings(policy=scrub_policy(settings), store_attempts=attempts)
+
+
 def pipeline_settings(settings: Settings, converter_processes: int, *, in_task: bool) -> PipelineSettings:
     """The jobs' settings in a process with `converter_processes` converters; `in_task` for a Celery task,
     which leaves a still-unavailable engine to the task's own retries instead of dead-lettering."""
     concurrency = settings.convert_concurrency or max(2, converter_processes * 2)
     return PipelineSettings(
-        items=ItemRules(item_max_chars=settings.item_max_chars, scrub_policy=Policy(regions=settings.scrub.regions)),
+        items=ItemRules(item_max_chars=settings.item_max_chars, scrub_policy=scrub_policy(settings)),
         convert_concurrency=concurrency,
         store_attempts=settings.task_store_attempts if in_task else settings.store_attempts,
         dead_letter_unavailable=not in_task,

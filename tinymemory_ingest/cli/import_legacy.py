@@ -79,9 +79,9 @@ async def run_import(settings: Settings, request: LegacyImportRequest, as_json: 
     """Import here; 0 once it completed, 2 (after one line on stderr) when it could not go on."""
     from engines.contract import Error
     from pipeline.legacy import MigrationFailed
-    from worker.legacy.job import LegacyImports, LegacyImportSettings, import_legacy
+    from worker.legacy.job import LegacyImports, import_legacy
     from worker.tuning import collect_less
-    from worker.wiring import close_engine, open_engine, open_state
+    from worker.wiring import close_engine, legacy_import_settings, open_engine, open_state
 
     collect_less()
     engine_id = request.engine or settings.engine
@@ -91,7 +91,7 @@ async def run_import(settings: Settings, request: LegacyImportRequest, as_json: 
         engine = open_engine(settings.model_copy(update={"engine": engine_id}))
         state = open_state(settings)
         try:
-            job = LegacyImportSettings(store_attempts=settings.store_attempts)
+            job = legacy_import_settings(settings, in_task=False)
             records = LegacyImports(settings.data_dir)
             record = await import_legacy(
                 request, engine, engine_id, records, settings=job, progress=progress, erasures=state

@@ -16,13 +16,13 @@ from worker.legacy.job import (
     LegacyImportRecord,
     LegacyImportRequest,
     LegacyImports,
-    LegacyImportSettings,
     canonical_workspace,
     import_id,
     import_legacy,
 )
 from worker.settings import Settings
 from worker.state.base import StateStore
+from worker.wiring import legacy_import_settings
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ async def start_legacy_import(services: Services, request: LegacyImportRequest) 
         )
     records = LegacyImports(settings.data_dir)
     record_id = import_id(canonical_workspace(request.path), engine_id, request.node())
-    job = LegacyImportSettings(store_attempts=settings.store_attempts)
+    job = legacy_import_settings(settings, in_task=False)
     importing = import_legacy(request, services.engine(), engine_id, records, settings=job, erasures=services.state())
     task = asyncio.create_task(importing)
     _RUNNING.add(task)

@@ -24,13 +24,12 @@ from worker.legacy.job import (
     LegacyImportRecord,
     LegacyImportRequest,
     LegacyImports,
-    LegacyImportSettings,
     canonical_workspace,
     import_id,
     import_legacy,
 )
 from worker.settings import Settings
-from worker.wiring import close_engine, open_engine, open_state
+from worker.wiring import close_engine, legacy_import_settings, open_engine, open_state
 
 if TYPE_CHECKING:
     from celery import Celery, Task
@@ -154,7 +153,7 @@ async def _import(settings: Settings, request: LegacyImportRequest, records: Leg
         engine = open_engine(settings.model_copy(update={"engine": engine_id}))
         try:
             deadline = time.monotonic() + settings.task_soft_limit_s * SLICE_OF_SOFT_LIMIT
-            job = LegacyImportSettings(store_attempts=settings.task_store_attempts)
+            job = legacy_import_settings(settings, in_task=True)
             return await import_legacy(
                 request, engine, engine_id, records, settings=job, deadline=deadline, erasures=state
             )

@@ -9,7 +9,7 @@ import pytest
 from engines.contract import ConfigError
 from pipeline.scrub import Policy
 from worker.settings import Settings
-from worker.wiring import convert_limits, pipeline_settings, reader_options
+from worker.wiring import convert_limits, legacy_import_settings, pipeline_settings, reader_options
 
 
 def _settings(tmp_path: Path, **fields: object) -> Settings:
@@ -50,8 +50,12 @@ def test_a_nonsense_knob_is_refused(tmp_path: Path) -> None:
 def test_the_scrub_regions_reach_the_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert pipeline_settings(_settings(tmp_path), 1, in_task=False).items.scrub_policy == Policy()
     monkeypatch.setenv("TINYMEMORY_SCRUB__REGIONS", '["ph", "TR"]')
-    items = pipeline_settings(Settings.load(), 1, in_task=False).items
-    assert items.scrub_policy == Policy(regions=("PH", "TR"))
+    settings = Settings.load()
+    assert pipeline_settings(settings, 1, in_task=False).items.scrub_policy == Policy(regions=("PH", "TR"))
+    # A legacy import scrubs as a sync does, with the patience of where it runs.
+    for in_task, attempts in ((False, settings.store_attempts), (True, settings.task_store_attempts)):
+        job = legacy_import_settings(settings, in_task=in_task)
+        assert (job.policy, job.store_attempts) == (Policy(regions=("PH", "TR")), attempts)
     monkeypatch.setenv("TINYMEMORY_SCRUB__REGIONS", '["XX"]')
     with pytest.raises(ConfigError, match=r"scrub\.regions: 'XX'"):
         Settings.load()
