@@ -18,7 +18,9 @@ byte-identical with the Rust implementation; its docs/spec/safety.md §11 vector
 - Credentials (stage 3) replace safety.md's 18 shapes with three finders (`credentials`):
   - the passwords in URLs and DSNs, the URL kept (`urls`);
   - about 80 vendor token formats with distinctive prefixes or shapes, the AWS secret key beside its
-    key id, signed and unsigned JWTs, Google keys ending in `-` (`vendors`);
+    key id, signed and unsigned JWTs, Google keys ending in `-` (`vendors`); cloud credentials beyond access
+    keys, the secret part of a connection string only (`vendors_cloud`); developer and SaaS tokens, those
+    without a prefix only near their vendor's name (`vendors_saas`);
   - the keyword rule (`assignments`): only the value is replaced, never the name or the separator
     (`password: [REDACTED]`, not `[REDACTED]`); every common assignment syntax (code, `.env`, YAML, JSON,
     TOML, XML, headers, query strings, flags, `name - 'value'`); a quoted value with spaces is redacted
@@ -27,12 +29,14 @@ byte-identical with the Rust implementation; its docs/spec/safety.md §11 vector
     `${TOKEN}`), not code or a path, and in prose ("the secret from") a random-looking one; it never
     crosses a line break. So `token=abc`, "the secret is out" and "bearer shortword" are left alone, and
     safety.md's accepted false positives with them.
-- PII (`identifiers`): IBANs shortened to the valid prefix (a capitalised word after one no longer hides
-  it); spaced NINOs; dotted and spaced SSNs, and nine digits after "SSN"; undashed Korean RRNs (checked),
-  dashed ones with a valid birth date; hyphenated and dotted DNI/NIE; bare and colon-grouped Aadhaar;
+- PII (`identifiers`): IBANs only when stdnum validates them (mod 97 and the country's length), a failing
+  one kept whole; spaced NINOs; dotted and spaced SSNs under the SSA's area rules, and nine digits after
+  "SSN"; Korean RRNs with their check digit; hyphenated and dotted DNI/NIE; bare and colon-grouped Aadhaar;
   phones validated with `phonenumbers` in international and national formats, so `+44 20 7946 0958` is a
   phone and a bare 10-digit id, `555-123-4567` or `1000-2000` is not (and `(415) 555-2671` loses its
-  parenthesis); US ITIN, UK NHS, Canadian SIN, Australian TFN and the EU's personal ids checked with
+  parenthesis), and in the local formats of the regions the policy names or the text implies
+  (`Policy.regions`, the `scrub.regions` setting); US ITIN, UK NHS, Canadian SIN, Australian TFN and the EU's
+  personal ids checked with
   `python-stdnum`, the bare ones only beside their name (`national`); CUITs checked with stdnum (which
   accepts AFIP's check digit 9); a card's match ends on a digit, so the space after it stays.
 - `Policy.corroborated()` also asks a keyword of bare Aadhaar and undashed RRN runs.

@@ -6,8 +6,9 @@ its literal prefix, or holds another literal at a known distance from its start;
 needles. Every token is a run of at least 19 token characters, and such runs are rare in prose, so a
 bytes translation finds the runs, a scan finds the needles in them (see `_needles.NeedleIndex`), and each
 format is tried only where its needle stands, with `match` rather than a scan of the whole text: a text
-costs one translation and short scans however many formats there are. Two shapes without a literal (a
-Discord bot token, a service-account key id) are searched for in the whole text when their word occurs.
+costs one translation and short scans however many formats there are. Shapes without a literal (a Discord bot
+token, a service-account key id, and the families' keyed formats of `vendors_cloud` and `vendors_saas`) are
+searched for when their word occurs, near it where the format says so (`VendorFormat.near`).
 A token is bounded by characters outside its alphabet on both sides, so `AIza...-` keeps its final `-`
 (which `\\b` gave back) and a token inside a longer run is left alone.
 
