@@ -26,7 +26,7 @@ import threading
 import time
 
 from engines.contract import Error
-from engines.local import pending
+from engines.local import pending, progress
 from engines.local.database import Database
 from engines.local.embed import Embedder
 from engines.local.rows import indexed_texts
@@ -166,6 +166,7 @@ class VectorBacklog:
         saved = self._db.run_now(lambda conn: pending.save(conn, identity, rowids, vectors))
         if saved is None:
             return self._outvoted()
+        self._db.run_now(progress.stamp)  # how fast vectors are stored, for every process's status
         return len(spans)
 
     def _failed(self, reason: str) -> float:

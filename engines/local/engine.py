@@ -42,7 +42,7 @@ from engines.contract import (
     in_request_order,
     validate_many,
 )
-from engines.local import pending, reads, writes
+from engines.local import pending, progress, reads, writes
 from engines.local.backlog import VectorBacklog
 from engines.local.database import Database
 from engines.local.embed import Embedder, Vectors
@@ -170,6 +170,11 @@ class LocalEngine(MemoryEngine):
     async def vector_backlog(self) -> int:
         """How many passages are waiting for their vectors (in the whole file, every tenant's)."""
         return await self._db.read(pending.pending_count)
+
+    async def vector_progress(self) -> progress.VectorProgress:
+        """The file's vector backlog: passages waiting, vectors stored so far, and the rate over the last minute,
+        every process's embedding counted; a cheap read that starts no embedding (a status may call it)."""
+        return await self._db.read(progress.read)
 
     async def wait_for_vectors(self, timeout_s: float = 60.0) -> bool:
         """Wait until no passage waits for its vector; False when `timeout_s` passed first."""

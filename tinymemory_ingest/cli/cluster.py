@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
@@ -86,11 +87,13 @@ def register_cluster_commands(app: typer.Typer) -> None:
 
     @app.command()
     def status(config: ConfigOption = None, as_json: JsonOption = False) -> None:
-        """Sources with their units and last sync, dead letters, and (with Redis) queue depths and workers."""
+        """Sources with their units and last sync, dead letters, the engine's vector backlog with its ETA, and
+        (with Redis) queue depths and workers."""
         from worker import control
 
         with opened_services(config) as services:
-            report = control.status(services.state(), services.probe())
+            vectors = asyncio.run(control.engine_vector_backlog(services.engine()))
+            report = control.status(services.state(), services.probe(), vectors=vectors)
         if as_json:
             typer.echo(report.model_dump_json())
             return
@@ -175,10 +178,14 @@ def _backfill(settings: Settings, celery: Celery, source_id: str, timeout: float
 
 
 def _print_status(report: Status) -> None:
+    from worker.control import describe_vectors
+
     if report.queues is not None:
         typer.echo(f"queues: {report.queues}")
         typer.echo(f"workers: {report.workers}")
     typer.echo(f"dead letters: {report.dead_letters}")
+    if report.vectors is not None:
+        typer.echo(f"vectors: {describe_vectors(report.vectors)}")
     for source in report.sources:
         last = source.last_sync.isoformat() if source.last_sync else "never"
         typer.echo(f"  {source.id}: {source.units} units, last sync {last}")

@@ -2,7 +2,9 @@
 
 Dead letters are shown once: the bar collects them while it runs, the summary lists them. An engine that
 embeds vectors in the background (the local engine) still has passages queued when a sync ends; `ingest`
-waits for them, with a bar of their own, so vector search finds everything once it returns.
+waits for them, with a bar of their own, so vector search finds everything once it returns. Its summary says both
+times, from the start of the sync: until every item was keyword-searchable (the sync's end: an item is searchable
+when it is stored) and until every vector was stored.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -123,14 +125,23 @@ class Summary:
     seconds: float
     files_without_text: list[str] = field(default_factory=list)
     letters: list[DeadLetter] = field(default_factory=list, compare=False)
+    seconds_to_vectors: float | None = None
+    """From the sync's start until no passage waited for its vector; None when not waited for, or some still wait."""
+    vectors_waiting: int | None = None
+    """Passages still waiting for their vectors when `ingest` stopped waiting (None: it did not wait)."""
 
     @property
     def files_per_second(self) -> float | None:
         return round((self.files_changed + self.files_deleted) / self.seconds, 1) if self.seconds > 0 else None
 
+    @property
+    def seconds_to_searchable(self) -> float:
+        """Until every item was keyword-searchable: the sync itself, as `store_many` makes an item searchable."""
+        return self.seconds
+
     def as_dict(self) -> dict[str, object]:
         shown = {k: v for k, v in asdict(self).items() if k != "letters"}
-        return {**shown, "files_per_second": self.files_per_second}
+        return {**shown, "files_per_second": self.files_per_second, "seconds_to_searchable": self.seconds_to_searchable}
 
 
 def summarise(sync: SyncReport, batches: list[BatchReport], seconds: float, letters: list[DeadLetter]) -> Summary:
@@ -172,25 +183,33 @@ def _print_summary(summary: Summary, as_json: bool) -> None:
         console.print(f"  {more}see them all with: tinymemory dlq list")
 
 
-async def _sync_once(runtime: EmbeddedRuntime, progress: BarProgress | None, source_id: str, as_json: bool) -> None:
+async def _sync_once(runtime: EmbeddedRuntime, progress: BarProgress | None, source_id: str) -> Summary:
     started = time.perf_counter()
     sync, batches = await runtime.sync(source_id)
     letters = progress.taken_letters() if progress is not None else []
-    _print_summary(summarise(sync, batches, time.perf_counter() - started, letters), as_json)
+    return summarise(sync, batches, time.perf_counter() - started, letters)
 
 
 async def run_ingest(settings: Settings, path: Path, as_json: bool, *, wait_vectors: bool = True) -> int:
     """Ingest once, then (with `wait_vectors`) wait for the engine's background vectors; the exit status is 0
-    even when some files failed (they are dead letters) or vectors are left queued (embedded at the next open)."""
+    even when some files failed (they are dead letters) or vectors are left queued (embedded at the next open).
+    The JSON summary comes last, once the vectors were waited for, so it can say how long they took."""
     with _bar(quiet=as_json) as bar:
         progress = BarProgress(bar)
         try:
             with EmbeddedRuntime(settings, progress) as runtime:
                 entry = control.ensure_local_source(runtime.state, path)
-                await _sync_once(runtime, progress, entry.id, as_json)
+                started = time.perf_counter()
+                summary = await _sync_once(runtime, progress, entry.id)
+                if not as_json:
+                    _print_summary(summary, as_json=False)
                 bar.stop()  # rich shows one live display at a time: the vectors' bar follows the files'
                 if wait_vectors:
-                    await wait_for_vectors(runtime.engine, quiet=as_json)
+                    left = await wait_for_vectors(runtime.engine, quiet=as_json)
+                    took = None if left else round(time.perf_counter() - started, 3)
+                    summary = replace(summary, seconds_to_vectors=took, vectors_waiting=left)
+                if as_json:
+                    _print_summary(summary, as_json=True)
                 return 0
         except Error as err:
             console.print(f"[red]error:[/] {escape(err.message)}")
@@ -237,7 +256,7 @@ async def run_up(settings: Settings, path: Path, *, serve_api: bool = True) -> i
     with EmbeddedRuntime(settings, progress) as runtime:
         try:
             entry = control.ensure_local_source(runtime.state, path)
-            await _sync_once(runtime, progress, entry.id, as_json=False)
+            _print_summary(await _sync_once(runtime, progress, entry.id), as_json=False)
             return await _follow(runtime, progress, entry, serve_api=serve_api)
         except Error as err:
             console.print(f"[red]error:[/] {escape(err.message)}")

@@ -7,6 +7,8 @@ source id, a target its kind cannot read) is a contract error whose message says
     sources   source_kinds, add_source, ensure_local_source, list_sources, get_source, show_source,
               set_enabled, remove_source, sync_now
     status    status
+    vectors   vector_backlog, engine_vector_backlog (an engine's background vectors: waiting, rate, ETA:
+              `VectorLane`), eta_seconds, format_eta, format_rate, describe_vectors
     runs      runs (the syncs in progress and the last ones done: `RunBoard`)
     letters   dead_letters, letter_id, replay_dead_letter, replay_dead_letters, purge_dead_letters
     erasures  request_erasure, erasure_status (an `ErasureRunner` runs them: here, or the erase workers),
@@ -30,6 +32,7 @@ from worker.control.results import (
     SourceStatus,
     Status,
     SyncRunner,
+    VectorBacklogStatus,
 )
 from worker.control.services import Services
 from worker.control.sources import (
@@ -55,6 +58,16 @@ from worker.control.tokens import (
     revoke_token,
 )
 from worker.control.tools import guarded_tools
+from worker.control.vectors import (
+    VectorLane,
+    VectorReading,
+    describe_vectors,
+    engine_vector_backlog,
+    eta_seconds,
+    format_eta,
+    format_rate,
+    vector_backlog,
+)
 from worker.erasure.operations import (
     CLI_CALLER,
     ErasureRunner,
@@ -95,13 +108,21 @@ __all__ = [
     "SyncRunner",
     "TokenInfo",
     "TokenStore",
+    "VectorBacklogStatus",
+    "VectorLane",
+    "VectorReading",
     "add_source",
     "add_token",
     "authenticate",
     "check_listen",
     "dead_letters",
+    "describe_vectors",
+    "engine_vector_backlog",
     "ensure_local_source",
     "erasure_status",
+    "eta_seconds",
+    "format_eta",
+    "format_rate",
     "get_source",
     "guarded_tools",
     "legacy_import_status",
@@ -123,4 +144,5 @@ __all__ = [
     "start_legacy_import",
     "status",
     "sync_now",
+    "vector_backlog",
 ]

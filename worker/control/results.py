@@ -74,13 +74,24 @@ class SourceStatus(Result):
     last_error: str | None = None
 
 
+class VectorBacklogStatus(Result):
+    """An engine's background vectors: `waiting` passages, `rate_per_s` stored a second over the last minute
+    (None: not known yet, or none stored in it), `eta_s` until none waits (0 when none does; None without a rate)."""
+
+    waiting: int
+    rate_per_s: float | None = None
+    eta_s: float | None = None
+
+
 class Status(Result):
-    """The sources with their units and last sync, the dead letters, and (distributed) queues and workers."""
+    """The sources with their units and last sync, the dead letters, (distributed) queues and workers, and the
+    engine's vector backlog (None for an engine that stores vectors with the items, or when it was not read)."""
 
     sources: list[SourceStatus]
     dead_letters: int
     queues: dict[str, int] | None = None
     workers: list[str] | None = None
+    vectors: VectorBacklogStatus | None = None
 
 
 class SourceKindInfo(Result):

@@ -5,20 +5,22 @@ from __future__ import annotations
 from collections import Counter
 
 from sources import SourceEntry
-from worker.control.results import ClusterProbe, RunBoard, SourceStatus, Status
+from worker.control.results import ClusterProbe, RunBoard, SourceStatus, Status, VectorBacklogStatus
 from worker.control.sources import MAX_LETTERS
 from worker.records import SyncReport
 from worker.runs import RunView
 from worker.state.base import StateStore
 
 
-def status(state: StateStore, probe: ClusterProbe | None = None) -> Status:
+def status(state: StateStore, probe: ClusterProbe | None = None, vectors: VectorBacklogStatus | None = None) -> Status:
+    """The status; `vectors` is the engine's backlog as `vector_backlog` read it (an async read, so the caller's)."""
     letters = Counter(d.source_id for d in state.dead_letters(limit=MAX_LETTERS))
     sources = [_source_status(state, entry, letters[entry.id]) for entry in state.list_sources()]
     total = sum(letters.values())
     if probe is None:
-        return Status(sources=sources, dead_letters=total)
-    return Status(sources=sources, dead_letters=total, queues=probe.queue_depths(), workers=probe.workers())
+        return Status(sources=sources, dead_letters=total, vectors=vectors)
+    queues, workers = probe.queue_depths(), probe.workers()
+    return Status(sources=sources, dead_letters=total, queues=queues, workers=workers, vectors=vectors)
 
 
 def _source_status(state: StateStore, entry: SourceEntry, letters: int) -> SourceStatus:

@@ -81,20 +81,22 @@ def _runs(who: Viewer, services: Services) -> list[RunView]:
 @router.get("/progress")
 async def progress_page(request: Request) -> Response:
     who = viewer(request)
-    return page(request, "progress.html", who, **_progress(who, services_of(request)))
+    return page(request, "progress.html", who, **await _progress(who, services_of(request)))
 
 
 @router.get("/progress/live")
 async def progress_live(request: Request) -> Response:
     """The live part of the progress page alone, which its script fetches each second and swaps in."""
     who = viewer(request)
-    return fragment(request, "live.html", who, **_progress(who, services_of(request)))
+    return fragment(request, "live.html", who, **await _progress(who, services_of(request)))
 
 
-def _progress(who: Viewer, services: Services) -> dict[str, Any]:
+async def _progress(who: Viewer, services: Services) -> dict[str, Any]:
     probe = services.probe()
     queues = None if probe is None else probe.queue_depths()
-    return {"runs": _runs(who, services), "queues": queues, "embedded": services.embedded}
+    # The backlog counts the whole memory file, every tenant's passages: an admin's to see.
+    vectors = await control.engine_vector_backlog(services.engine()) if who.admin else None
+    return {"runs": _runs(who, services), "queues": queues, "embedded": services.embedded, "vectors": vectors}
 
 
 @router.get("/dead-letters")

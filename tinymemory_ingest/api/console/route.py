@@ -33,7 +33,7 @@ from tinymemory_ingest.api.console.session import (
     viewer_of,
 )
 from tinymemory_ingest.api.errors import mapping_of
-from worker.control import Services
+from worker.control import Services, describe_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ def _seconds(value: float | None) -> str:
 TEMPLATES.env.filters["marked"] = _marked
 TEMPLATES.env.filters["when"] = _when
 TEMPLATES.env.filters["seconds"] = _seconds
+TEMPLATES.env.filters["vectors"] = describe_vectors
 
 
 def keys_of(request: Request) -> Keys:

@@ -56,8 +56,10 @@ async def sync_source(source_id: str, _: AdminDep, services: ServicesDep) -> JSO
 
 @router.get("/status", response_model=control.Status)
 async def status(_: AdminDep, services: ServicesDep) -> JSONResponse:
-    """Sources with their units and last sync, dead letters, and (distributed) queues and workers."""
-    return _json(control.status(services.state(), services.probe()).model_dump(mode="json"))
+    """Sources with their units and last sync, dead letters, (distributed) queues and workers, and the engine's
+    vector backlog with its ETA."""
+    vectors = await control.engine_vector_backlog(services.engine())
+    return _json(control.status(services.state(), services.probe(), vectors=vectors).model_dump(mode="json"))
 
 
 @router.get("/dlq")

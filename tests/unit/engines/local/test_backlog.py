@@ -6,6 +6,7 @@ time pass at once), so what reads see before the vectors arrive can be checked.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from engines.contract import Document, FetchMode, FetchRequest, ForgetTarget, RecallRequest, UnavailableError
-from engines.local import HashingEmbedder, LocalEngine, Vectors
+from engines.local import HashingEmbedder, LocalEngine, Vectors, progress
 from engines.local.static import StaticEmbedder
 
 NOTES = [
@@ -231,3 +232,36 @@ async def test_an_engine_left_open_at_exit_stops_its_backlog_quietly(
     engine._db._reader.close()
     if writer._conn is not None:
         writer._conn.close()
+
+
+def test_the_rate_is_measured_over_the_last_minute_up_to_now() -> None:
+    stamps = [(1_000, 10), (11_000, 110), (31_000, 410)]
+    assert progress.rate(stamps, now_ms=31_000) == pytest.approx(400 / 30)
+    # A lane that stopped shows a falling rate, never the last one again.
+    assert progress.rate(stamps, now_ms=51_000) == pytest.approx(400 / 50)
+    # Stamps older than a minute are left out; fewer than two, or spanning under 5 s, tell no rate.
+    assert progress.rate(stamps, now_ms=70_000) == pytest.approx(300 / 59)
+    assert progress.rate(stamps, now_ms=200_000) is None
+    assert progress.rate([(1_000, 10), (3_000, 50)], now_ms=4_000) is None
+
+
+async def test_every_process_reads_the_file_s_backlog_and_rate(tmp_path: Path, gated: GatedEmbedder) -> None:
+    path = tmp_path / "m.sqlite3"
+    engine = LocalEngine(path, embedder=gated)
+    other = LocalEngine(path, embedder=StaticEmbedder())  # another process's view: it embeds nothing here
+    try:
+        await engine.store_many([Document.from_text(text) for text in NOTES])
+        before = await other.vector_progress()
+        assert (before.waiting, before.embedded, before.rate_per_s) == (5, 0, None)
+        gated.gate.set()
+        assert await engine.wait_for_vectors(timeout_s=20)
+        after = await other.vector_progress()
+        assert (after.waiting, after.embedded) == (0, 5)
+        with closing(sqlite3.connect(path)) as conn:
+            stamps = json.loads(
+                conn.execute("SELECT value FROM settings WHERE key = ?", (progress.STAMPS_KEY,)).fetchone()[0]
+            )
+        assert stamps and stamps[-1][1] == 5  # the last stamp counts every vector stored
+    finally:
+        other.close()
+        engine.close()

@@ -60,6 +60,18 @@ async def test_every_page_renders_for_the_root_on_loopback_without_a_script(api:
     assert (await api.client.get("/static/console.css")).status_code == 200
 
 
+async def test_the_progress_page_shows_an_admin_the_vector_backlog(api: Api, tmp_path: Path) -> None:
+    await api.engine.wait_for_vectors(timeout_s=20)  # type: ignore[attr-defined]
+    live = await api.client.get("/progress/live")
+    assert 'id="vectors-title"' in live.text and 'data-vectors="0"' in live.text
+    assert "every passage has its vector" in live.text
+    vectors = (await api.client.get("/v1/status")).json()["vectors"]
+    assert (vectors["waiting"], vectors["eta_s"]) == (0, 0.0)
+    _add_source(api, tmp_path / "notes")
+    await log_in(api, _token(api, "reader", read_only=True))
+    assert "vectors-title" not in (await api.client.get("/progress/live")).text  # the whole file's: an admin's
+
+
 async def test_without_tokens_only_loopback_is_answered(api: Api) -> None:
     elsewhere = await api.client.get("http://memory.example/sources")
     assert elsewhere.status_code == 403 and "loopback" in elsewhere.text

@@ -44,6 +44,9 @@ def test_ingest_then_read_commands(run, tmp_path: Path) -> None:  # type: ignore
     assert code == 0
     summary = json.loads(out.strip().splitlines()[-1])
     assert (summary["files_listed"], summary["items_stored"], summary["errors"]) == (2, 1, 1)
+    # Both times from the sync's start: keyword-searchable at its end, and every vector stored after.
+    assert summary["seconds_to_searchable"] == summary["seconds"] > 0
+    assert summary["vectors_waiting"] == 0 and summary["seconds_to_vectors"] >= summary["seconds_to_searchable"]
 
     code, out = run("fetch", "quarzite", "--mode", "keyword", "--json")
     hits = json.loads(out)["hits"]
@@ -162,6 +165,12 @@ def test_status_works_embedded(run, tmp_path: Path) -> None:  # type: ignore[no-
     shown = json.loads(out)
     assert code == 0 and (shown["queues"], shown["workers"], shown["dead_letters"]) == (None, None, 1)
     assert [(s["id"], s["units"]) for s in shown["sources"]] == [("notes", 1)]
+    assert shown["vectors"]["waiting"] in (0, 1)  # the one note's passage: embedded by now, or still waiting
+    code, out = run("ingest", str(folder), "--json", "--no-wait-vectors")
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert code == 0 and (summary["seconds_to_vectors"], summary["vectors_waiting"]) == (None, None)
+    code, out = run("status")
+    assert code == 0 and "vectors: " in out
 
 
 def test_sources_kinds_lists_what_this_build_offers(run, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
