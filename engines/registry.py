@@ -2,7 +2,7 @@
 
 Each entry names the module that holds an engine's `DESCRIPTOR` and `build`; a module is imported only when
 its engine is described or built, so choosing `local` never imports another engine's client. Engines come
-from code (the four built in, and `Registry.register`) and from installed distributions, which declare an
+from code (the five built in, and `Registry.register`) and from installed distributions, which declare an
 engine id under the `tinymemory.engines` entry-point group (`engines.plugins`), read on the first lookup in
 each process. A registration wins over an entry point of the same id; a built-in id is never replaced, and
 an entry point declaring one, or an id two distributions declare differently, is a `ConfigError` when that
@@ -94,6 +94,7 @@ REGISTRY = Registry(
         EngineEntry("reference", "engines.reference.factory"),
         EngineEntry("cortexdb", "engines.cortex.cortexdb"),
         EngineEntry("tinyhumans", "engines.cortex.tinyhumans"),
+        EngineEntry("postgres", "engines.postgres.factory"),
     ],
     plugins=_discovered,
 )

@@ -38,7 +38,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def test_list_engines_describes_every_engine_in_order() -> None:
     descriptors = list_engines()
-    assert [d.id for d in descriptors] == ["local", "reference", "cortexdb", "tinyhumans"]
+    assert [d.id for d in descriptors] == ["local", "reference", "cortexdb", "tinyhumans", "postgres"]
     local = descriptors[0]
     assert (local.hosted, local.needs_endpoint, local.needs_key) == (False, False, False)
     assert [m.value for m in local.fetch_modes] == ["keyword", "vector", "hybrid"]
@@ -47,7 +47,7 @@ def test_list_engines_describes_every_engine_in_order() -> None:
 def test_unknown_engine_is_a_configuration_error_naming_the_offer() -> None:
     with pytest.raises(ConfigError) as caught:
         build_engine("mem0", EngineSettings(), EngineCredential.none())
-    offer = "local, reference, cortexdb, tinyhumans"
+    offer = "local, reference, cortexdb, tinyhumans, postgres"
     assert str(caught.value) == f'configuration error: unknown memory engine "mem0"; this build offers {offer}'
 
 
@@ -56,7 +56,7 @@ def test_a_duplicate_registration_is_refused() -> None:
     registry.register(EngineEntry("x", "engines.local.factory"))
     with pytest.raises(ConfigError, match='"x" is registered twice'):
         registry.register(EngineEntry("x", "engines.reference.factory"))
-    assert REGISTRY.ids() == ["local", "reference", "cortexdb", "tinyhumans"]
+    assert REGISTRY.ids() == ["local", "reference", "cortexdb", "tinyhumans", "postgres"]
 
 
 def test_choosing_reference_does_not_import_the_local_engine() -> None:
@@ -210,7 +210,7 @@ def test_credentials_never_print() -> None:
 
 def test_an_installed_engine_is_listed_and_built(site: Path) -> None:
     fake_distribution(site, "tm-echo", {ENGINES_GROUP: {"tm_echo": "tm_plugin_echo"}}, {"tm_plugin_echo": ECHO_MODULE})
-    assert REGISTRY.ids() == ["local", "reference", "cortexdb", "tinyhumans", "tm_echo"]
+    assert REGISTRY.ids() == ["local", "reference", "cortexdb", "tinyhumans", "postgres", "tm_echo"]
     assert "tm_plugin_echo" not in sys.modules  # found from metadata only
     assert isinstance(MemoryConfig(engine="tm_echo").build(), ReferenceEngine)
     assert list_engines()[-1].label == "Echo"

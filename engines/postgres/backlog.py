@@ -1,0 +1,143 @@
+"""The PostgreSQL engine's vector backlog: a thread that claims queued passages, embeds them and saves the vectors.
+
+Every process on the database runs one (workers on many hosts, the API): each claims its batch with
+`FOR UPDATE SKIP LOCKED` (`vectors.claim`), so they share the queue without ever embedding a passage twice, and
+a batch held by a process that died goes back to the queue with its connection. The thread wakes when its own
+engine queued passages and otherwise looks every `LOOK_S`, so what another process left is embedded too. An
+embedder or a server that fails is retried with growing pauses and never fails a store; ranked reads stand on
+keyword for what has no vector meanwhile, and `problem` says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable
+
+import psycopg
+
+from engines.contract import Error
+from engines.local.embed import Embedder, Vectors
+from engines.postgres import vectors
+from engines.postgres.connection import Database
+
+logger = logging.getLogger(__name__)
+
+BATCH = 64
+LOOK_S = 2.0
+_PAUSES_S = (1.0, 2.0, 5.0, 10.0, 30.0)
+_NICENESS = 10
+
+
+class VectorBacklog:
+    """The backlog thread of one engine: `start` once the schema is settled, `close` before the pool."""
+
+    def __init__(self, db: Database, embedder: Embedder, where: str, batch: int | None = None) -> None:
+        self._db = db
+        self._embedder = embedder
+        self._where = where
+        preferred: int = getattr(embedder, "backlog_batch", BATCH)
+        self._batch = batch if batch is not None else preferred
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._failures = 0
+        self.problem: str | None = None
+        """Why vectors are not being computed, while they are not; None when all is well."""
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None and not self._stopping.is_set():
+                self._thread = threading.Thread(target=self._run, name="tm-postgres-embed", daemon=True)
+                self._thread.start()
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Stop the thread; a batch being embedded is abandoned (its transaction rolls back, the rows go back)."""
+        self._stopping.set()
+        self._wake.set()
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+
+    def _run(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICENESS)
+        loop = asyncio.new_event_loop()
+        try:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                pause = self._round(loop)
+                if pause:
+                    self._wake.wait(pause)
+        finally:
+            loop.close()
+
+    def _round(self, loop: asyncio.AbstractEventLoop) -> float:
+        """One batch; how long to pause before the next (0: go on at once)."""
+        try:
+            done = self._db.run_now(lambda conn: embed_batch(conn, self._embed(loop), self._batch, self._stopping))
+        except Error as err:
+            if self._stopping.is_set() or self._db.closed:
+                return 0.0
+            return self._failed(str(err))
+        except Exception as err:
+            if self._stopping.is_set() or self._db.closed:
+                self._stopping.set()
+                return 0.0
+            logger.exception("vector backlog of postgresql at %s failed", self._where)
+            return self._failed(f"{type(err).__name__}: {err}")
+        if self._failures:
+            logger.info("vector backlog of postgresql at %s is embedding again", self._where)
+            self._failures, self.problem = 0, None
+        return 0.0 if done else LOOK_S
+
+    def _embed(self, loop: asyncio.AbstractEventLoop) -> Callable[[list[str]], Vectors]:
+        return lambda texts: loop.run_until_complete(self._embedder.embed(texts))
+
+    def _failed(self, reason: str) -> float:
+        pause = _PAUSES_S[min(self._failures, len(_PAUSES_S) - 1)]
+        if self._failures == 0 or pause == _PAUSES_S[-1]:
+            logger.warning(
+                "vector backlog of postgresql at %s cannot embed (%s); retrying in %.0f s, keyword search meanwhile",
+                self._where,
+                reason,
+                pause,
+            )
+        self._failures += 1
+        self.problem = f"vectors are not being computed: {reason}"
+        return pause
+
+
+class AbandonedError(Exception):
+    """The engine is closing: the batch's transaction rolls back and its passages go back to the queue."""
+
+
+def embed_batch(
+    conn: psycopg.Connection,
+    embed: Callable[[list[str]], Vectors],
+    limit: int,
+    stopping: threading.Event | None = None,
+    among: list[int] | None = None,
+) -> int:
+    """Claim, embed (with `embed`, on this thread) and save one batch in one transaction; how many passages were
+    embedded. `among` claims only those passages (a store call's promised last item)."""
+    with conn.transaction():
+        claimed = vectors.claim(conn, limit, among)
+        if not claimed:
+            return 0
+        embedded = embed([text for _, text in claimed])
+        if stopping is not None and stopping.is_set():
+            raise AbandonedError
+        vectors.finish(conn, [passage for passage, _ in claimed], embedded)
+    return len(claimed)
+
+
+__all__ = ["VectorBacklog", "embed_batch"]
