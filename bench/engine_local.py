@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/engine_local.py [--items 50000] [--queries 200] [--dir DIR]
                                            [--embedder minilm|static|hashing] [--tldr ../shared/corpus/tldr-pages]
-                                           [--write-only] [--breakdown] [--repeats 3]
+                                           [--nfcorpus ../shared/corpus/ir/nfcorpus] [--embed-passages 256]
+                                           [--write-only] [--breakdown] [--repeats 3] [--build-only] [--reuse]
 
 First, the write path against its floor: on the same texts, `store_many` (batches of 100, fresh file,
 the chosen embedder) against bare SQLite (a rowid table plus a contentless FTS5 index with the
@@ -25,13 +26,30 @@ once the backlog is empty. With MiniLM (the default embedder) the backlog would 
 real collections are bench/search_quality.py's.
 Targets on a 2-core machine: store_many >= 5,000 items/s; keyword p95 <= 30 ms; hybrid p95 <= 100 ms
 (on a slower or busier machine, the same ratios against this run's keyword p95: hybrid <= 3.3 x keyword).
+
+With MiniLM, between the write path and the large run: the embedder's passages/s against plain onnxruntime
+(`plain_onnx.py`: a default session on the shipped model, this project's tokenisation) on the same
+`--embed-passages` NFCorpus abstracts (tldr-pages' or the generated texts when NFCorpus is not there), in calls
+of the backlog's batch, in turn; target >= 1.5 (stretch 2), and the vectors' least cosine to plain's >= 0.999.
+After the reads, for each mode, a fresh process (`fresh_open.py`) builds the engine from its settings on the
+file, with the same embedder, and answers the first query: the seconds from building the engine to the
+answer (target <= 2 s for hybrid at 300,000 items) and its RSS and peak RSS (target <= 1 GB at 300,000), with
+the whole process's wall time (interpreter and imports included) beside them. Then the whole data directory
+(the SQLite file and whatever the engine keeps beside it), in bytes per item against the item's own text.
+`--build-only` stops once the large run's items and vectors are stored; `--reuse` then reads a file an earlier
+run left in `--dir` without storing again (the same documents are generated for the queries), so a run at a
+million items can be split in two. `--repeats 0` skips the write path against its floor. Without `--dir` the
+large run's files go to a temporary directory, removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
+import json
 import random
+import shutil
 import sqlite3
 import statistics
 import tempfile
@@ -42,6 +60,8 @@ from pathlib import Path
 
 import numpy as np
 from _write_breakdown import print_breakdown
+from fresh_open import fresh_open
+from plain_onnx import embed_ratio
 
 from engines.contract import Document, FetchMode, FetchRequest, MemoryMeta, SourceKind, SourceRef
 from engines.local import Embedder, HashingEmbedder, LocalEngine, Vectors
@@ -54,7 +74,11 @@ TARGET_STORE_PER_S = 5_000
 TARGET_FLOOR_RATIO = 0.6
 FLOOR_DOCS = 5_000
 DEFAULT_TLDR = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "tldr-pages"
+DEFAULT_NFCORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "ir" / "nfcorpus"
 TARGET_P95_MS = {FetchMode.KEYWORD: 30.0, FetchMode.VECTOR: 100.0, FetchMode.HYBRID: 100.0}
+TARGET_EMBED_RATIO, STRETCH_EMBED_RATIO, TARGET_COSINE = 1.5, 2.0, 0.999
+TARGET_FIRST_ANSWER_S = 2.0  # a fresh process's first hybrid answer at 300,000 items
+TARGET_RSS_BYTES = 10**9  # a fresh reading process at 300,000 items
 
 
 class StandIn:
@@ -202,60 +226,86 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1]
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--items", type=int, default=50_000)
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--dir", type=Path, default=None)
-    parser.add_argument("--embedder", choices=("minilm", "static", "hashing"), default="minilm")
-    parser.add_argument("--tldr", type=Path, default=None)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--write-only", action="store_true")
-    parser.add_argument("--breakdown", action="store_true")
-    args = parser.parse_args()
-    embedder = real_embedder(args.embedder)
-    rng = random.Random(7)
-    words = vocabulary(rng)
-    corpora = {"synthetic-2k": documents(FLOOR_DOCS, words, random.Random(11))}
-    if args.tldr is not None and not (args.tldr / "pages" / "common").is_dir():
-        parser.error(f"--tldr {args.tldr}: no pages/common folder there; give a checkout of tldr-pages")
-    tldr = args.tldr or DEFAULT_TLDR
-    if (tldr / "pages" / "common").is_dir():
-        corpora = {"tldr-pages": tldr_documents(tldr), **corpora}
-    await write_ratios(corpora, embedder, args.repeats)
-    if args.breakdown:
-        print_breakdown(corpora, FloorStore, args.repeats)
-    if args.write_only:
-        return
-    print(f"generating {args.items:,} documents of about 2 KB ...", flush=True)
-    docs = documents(args.items, words, rng)
-    folder = args.dir or Path(tempfile.mkdtemp(prefix="tm-bench-"))
-    path = folder / "bench.sqlite3"
-    filler = StandIn(embedder) if isinstance(embedder, MiniLMEmbedder) else embedder
-    engine = LocalEngine(path, embedder=filler)
+def embed_texts(nfcorpus: Path, fallback: list[Document], count: int) -> tuple[str, list[str]]:
+    """The passages the embedder is timed on: NFCorpus's first abstracts as the engine renders them (title
+    heading, then the text: one passage each), else the given documents'."""
+    if (nfcorpus / "corpus.jsonl.gz").is_file():
+        texts = []
+        with gzip.open(nfcorpus / "corpus.jsonl.gz", "rt", encoding="utf-8") as lines:
+            for line in lines:
+                doc = json.loads(line)
+                texts.append(Document.from_text(doc["text"], title=doc["title"] or None).render_text())
+                if len(texts) == count:
+                    break
+        return "NFCorpus abstracts", texts
+    return "documents", [doc.render_text() for doc in fallback[:count]]
+
+
+async def print_embed_ratio(embedder: Embedder, name: str, texts: list[str]) -> None:
+    batch = int(getattr(embedder, "backlog_batch", 32))
+    measured = await embed_ratio(embedder, texts, batch)
+    ours, plain = measured.passages / measured.ours_s, measured.passages / measured.plain_s
+    print(
+        f"embed ({embedder.identity}, {measured.passages} {name}, calls of {batch}): {ours:.1f} passages/s  "
+        f"plain onnxruntime {plain:.1f} passages/s  ratio {measured.ratio:.2f} (target >= {TARGET_EMBED_RATIO}, "
+        f"stretch {STRETCH_EMBED_RATIO})  least cosine to plain {measured.min_cosine:.4f} (target >= {TARGET_COSINE})",
+        flush=True,
+    )
+
+
+def print_fresh(path: Path, embedder: str, query: str) -> None:
+    """One fresh process per mode: its seconds to the first answer and its memory, beside the targets."""
+    for mode in FetchMode:
+        got = fresh_open(path, embedder, mode, query)
+        rss, peak = got["VmRSS"] * 1024, got["VmHWM"] * 1024
+        print(
+            f"fresh process {mode.value:8s} open + first answer {got['seconds']:5.2f} s  "
+            f"target <= {TARGET_FIRST_ANSWER_S:g} s (hybrid, at 300,000)  "
+            f"ratio {got['seconds'] / TARGET_FIRST_ANSWER_S:.2f}  whole process {got['wall_s']:5.2f} s  "
+            f"RSS {rss / 2**20:,.0f} MiB, peak {peak / 2**20:,.0f} MiB  "
+            f"target <= {TARGET_RSS_BYTES / 1e9:g} GB (at 300,000)  ratio {peak / TARGET_RSS_BYTES:.2f}",
+            flush=True,
+        )
+
+
+def print_sizes(folder: Path, path: Path, docs: list[Document]) -> None:
+    """The engine file (as always), then everything in its data directory, per item and against the text."""
+    size = sum(p.stat().st_size for p in folder.glob(f"{path.name}*"))
+    print(f"file size: {size / 2**20:,.1f} MiB ({size / len(docs):,.0f} bytes per item) at {path}")
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    text = sum(len(doc.render_text().encode()) for doc in docs) / len(docs)
+    print(
+        f"data dir: {total / 2**20:,.1f} MiB in {len(files)} files ({total / len(docs):,.0f} bytes per item; "
+        f"{(total - size) / 2**20:,.1f} MiB beside the SQLite file)  item text {text:,.0f} bytes  "
+        f"ratio {total / len(docs) / text:.2f} x the text at {folder}",
+        flush=True,
+    )
+
+
+async def store_large(engine: LocalEngine, docs: list[Document], embedder: Embedder, stand_in: bool) -> None:
+    """Store the large run's documents and wait for their vectors, printing both."""
     started = time.perf_counter()
     tenths = await store_all(engine, docs)
     elapsed = sum(tenths)
-    rate = args.items / elapsed
-    last = args.items / 10 / tenths[-1]
+    rate = len(docs) / elapsed
+    last = len(docs) / 10 / tenths[-1]
     print(
         f"store_many ({embedder.identity}): {rate:,.0f} items/s overall ({elapsed:.1f} s), {last:,.0f} items/s "
-        f"for the last tenth  target >= {TARGET_STORE_PER_S:,}  ratio {rate / TARGET_STORE_PER_S:.2f}"
+        f"for the last tenth  target >= {TARGET_STORE_PER_S:,}  ratio {rate / TARGET_STORE_PER_S:.2f}",
+        flush=True,
     )
     backlog = await engine.vector_backlog()
     await engine.wait_for_vectors(timeout_s=7200)
     print(
         f"vectors: {backlog:,} passages still waiting when the last store returned; all embedded "
         f"{time.perf_counter() - started:.1f} s after the first store"
-        + ("" if filler is embedder else f" (by a stand-in of {embedder.identity})")
+        + (f" (by a stand-in of {embedder.identity})" if stand_in else ""),
+        flush=True,
     )
-    if filler is not embedder:
-        engine.close()
-        engine = LocalEngine(path, embedder=embedder)
-    queries = []
-    for doc in rng.sample(docs, args.queries):
-        words_of_doc = (doc.body.text or "").split()
-        queries.append((" ".join(rng.sample(words_of_doc, 3)), doc.fingerprint()))
+
+
+async def read_modes(engine: LocalEngine, queries: list[tuple[str, str]]) -> None:
     keyword_p95 = 0.0
     for mode in FetchMode:
         times, recall = await measure(engine, mode, queries)
@@ -266,11 +316,76 @@ async def main() -> None:
             f"fetch {mode.value:8s} p50 {statistics.median(times):6.1f} ms  p95 {p95(times):6.1f} ms  "
             f"target p95 <= {target:.0f} ms  ratio {p95(times) / target:.2f}  "
             f"p95 / keyword p95 {p95(times) / keyword_p95:.2f} (target <= {ratio_target:.2f})  "
-            f"source doc in top 10: {recall:.0%}"
+            f"source doc in top 10: {recall:.0%}",
+            flush=True,
         )
+
+
+async def large_run(args: argparse.Namespace, embedder: Embedder, words: list[str], rng: random.Random) -> None:
+    print(f"generating {args.items:,} documents of about 2 KB ...", flush=True)
+    docs = documents(args.items, words, rng)
+    folder = args.dir or Path(tempfile.mkdtemp(prefix="tm-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "bench.sqlite3"
+    filler = StandIn(embedder) if isinstance(embedder, MiniLMEmbedder) else embedder
+    if args.reuse and path.is_file():
+        print(f"reusing {path}: its items are not stored again", flush=True)
+    else:
+        engine = LocalEngine(path, embedder=filler)
+        await store_large(engine, docs, embedder, filler is not embedder)
+        engine.close()
+    if args.build_only:
+        print_sizes(folder, path, docs)
+        return
+    engine = LocalEngine(path, embedder=embedder)
+    queries = []
+    for doc in rng.sample(docs, args.queries):
+        words_of_doc = (doc.body.text or "").split()
+        queries.append((" ".join(rng.sample(words_of_doc, 3)), doc.fingerprint()))
+    await read_modes(engine, queries)
     engine.close()
-    size = sum(p.stat().st_size for p in folder.glob("bench.sqlite3*"))
-    print(f"file size: {size / 2**20:,.1f} MiB ({size / args.items:,.0f} bytes per item) at {path}")
+    print_fresh(path, args.embedder, queries[0][0])
+    print_sizes(folder, path, docs)
+    if args.dir is None:  # gigabytes at a large run, of no use once measured
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=50_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--embedder", choices=("minilm", "static", "hashing"), default="minilm")
+    parser.add_argument("--tldr", type=Path, default=None)
+    parser.add_argument("--nfcorpus", type=Path, default=DEFAULT_NFCORPUS, help="passages the embedder is timed on")
+    parser.add_argument("--embed-passages", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--write-only", action="store_true")
+    parser.add_argument("--breakdown", action="store_true")
+    parser.add_argument("--build-only", action="store_true", help="store the large run's items, then stop")
+    parser.add_argument("--reuse", action="store_true", help="read the file an earlier run left in --dir")
+    args = parser.parse_args()
+    if args.reuse and args.dir is None:
+        parser.error("--reuse needs the --dir of an earlier run")
+    embedder = real_embedder(args.embedder)
+    rng = random.Random(7)
+    words = vocabulary(rng)
+    corpora = {"synthetic-2k": documents(FLOOR_DOCS, words, random.Random(11))}
+    if args.tldr is not None and not (args.tldr / "pages" / "common").is_dir():
+        parser.error(f"--tldr {args.tldr}: no pages/common folder there; give a checkout of tldr-pages")
+    tldr = args.tldr or DEFAULT_TLDR
+    if (tldr / "pages" / "common").is_dir():
+        corpora = {"tldr-pages": tldr_documents(tldr), **corpora}
+    if args.repeats > 0:
+        await write_ratios(corpora, embedder, args.repeats)
+    if args.breakdown:
+        print_breakdown(corpora, FloorStore, max(args.repeats, 1))
+    if isinstance(embedder, MiniLMEmbedder) and args.embed_passages > 0:
+        name, texts = embed_texts(args.nfcorpus, next(iter(corpora.values())), args.embed_passages)
+        await print_embed_ratio(embedder, name, texts)
+    if args.write_only:
+        return
+    await large_run(args, embedder, words, rng)
 
 
 if __name__ == "__main__":
