@@ -124,6 +124,11 @@ class Database:
         self._pool.open(wait=False)
 
     @property
+    def password_given(self) -> bool:
+        """Whether a password (the engine's credential) is presented, rather than libpq's own (PGPASSWORD, .pgpass)."""
+        return "password" in self._kwargs
+
+    @property
     def closed(self) -> bool:
         return self._pool is None
 
