@@ -1,34 +1,69 @@
-"""An in-memory copy of the passages' vectors, kept in step with the file, searched with numpy.
+"""The passages' vectors as every process searches them: the vector file, memory-mapped, scanned exactly.
 
-Other processes write the same file, and vectors arrive after their passages (the backlog embeds
-them later), so before each search the copy loads the vectors that arrived since it last looked
-(in arrival order), and drops removed ones when the file's deletion counter has moved. It loads
-only vectors of its own embedder: when the file names another, it has none to search.
+The vectors live in SQLite (`passage_vectors`), and a copy in the vector file beside it (`vector_file`),
+which the host's processes share through the page cache instead of each loading its own: a process opening
+a file of 300,000 passages maps it and reads 24 bytes a row (seqs, rowids, item seqs), not 460 MB of vectors.
+Other processes write the file, and vectors arrive after their passages (the backlog embeds them later), so
+before each search `refresh` has the vector file catch up with what SQLite shows (`vector_sync`), and loads
+the new rows' ids. Only vectors of this process's embedder are searched: when the file names another, none.
 
-Several reading threads search one copy at once. Refreshing is serialised by a lock and hands
-each search a snapshot (the arrays up to the size then): rows are appended past every snapshot's
-end, and dropping rows builds new arrays, so a snapshot is never changed under a search.
+Removed vectors stay in the vector file until it is compacted: when the file's deletion counter has moved,
+each process marks which of its rows are still in SQLite, and searches only those.
+
+Scores are float32 cosines computed by BLAS over each block's matrix, as they were over one in-memory
+matrix, so rankings are exact: every passage is scored, and equal scores go by rowid.
+
+Several reading threads search at once. Refreshing is serialised by a lock and hands each search a
+snapshot (the rows up to the size then): rows are appended past every snapshot's end, the id arrays grow
+into new arrays, and a replaced vector file stays mapped while a snapshot holds it.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import tempfile
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from engines.contract import UnavailableError
 from engines.local.pending import deletions, recorded_embedder
+from engines.local.vector_file import BLOCK_ROWS, Header, MappedFile, UnreadableError
+from engines.local.vector_sync import compact, locked, memory_file, sync, vector_path, watermark
+
+logger = logging.getLogger(__name__)
+
+COMPACT_SHARE = 0.25
+"""The share of removed rows in the vector file above which it is rewritten without them."""
+COMPACT_MIN_ROWS = 4_096
+"""Fewer removed rows than this never call for a rewrite."""
+_ATTEMPTS = 4
 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The passages loaded at one refresh: rowids, item seqs and unit vectors, row for row."""
+    """The passages searchable at one refresh: rowids, item seqs and unit vectors, row for row. The vectors
+    are one matrix per block of the vector file; `live` marks the rows still in SQLite (None: all)."""
 
     rowids: NDArray[np.int64]
     items: NDArray[np.int64]
-    matrix: NDArray[np.float32]
+    matrices: tuple[NDArray[np.float32], ...]
+    dimensions: int
+    live: NDArray[np.bool_] | None = None
+
+    def scores(self, query: NDArray[np.float32]) -> NDArray[np.float32]:
+        """The cosine of every row with `query` (unit vectors): float32, by BLAS, block by block."""
+        query = np.ascontiguousarray(query, dtype=np.float32)
+        scores = np.empty(len(self.rowids), dtype=np.float32)
+        start = 0
+        for matrix in self.matrices:
+            np.matmul(matrix, query, out=scores[start : start + len(matrix)])
+            start += len(matrix)
+        return scores
 
     def best_per_item(
         self, query: NDArray[np.float32], threshold: float, depth: int, among: NDArray[np.int64] | None = None
@@ -41,8 +76,10 @@ class Snapshot:
         scores go by rowid, and every passage tied with the window's last is in it, so the order is the
         same whatever the depth (a shallow read is the start of a deep one).
         """
-        scores = self.matrix @ query
+        scores = self.scores(query)
         mask = scores >= threshold
+        if self.live is not None:
+            mask &= self.live
         if among is not None:
             mask &= np.isin(self.items, among)
         chosen = np.flatnonzero(mask)
@@ -61,88 +98,172 @@ class Snapshot:
 
     def vectors_of(self, passages: list[int]) -> NDArray[np.float32]:
         """The vectors of those of `passages` (rowids) that have one in this snapshot."""
-        # A pass over the rowids: well under a millisecond at 50,000 passages, for a handful of rowids.
-        return self.matrix[np.isin(self.rowids, passages)]
+        # A pass over the rowids: about a millisecond at 300,000 passages, for a handful of rowids.
+        mask = np.isin(self.rowids, passages)
+        if self.live is not None:
+            mask &= self.live
+        rows = np.flatnonzero(mask)
+        found = np.empty((len(rows), self.dimensions), dtype=np.float32)
+        starts = np.cumsum([0] + [len(matrix) for matrix in self.matrices])
+        for n, row in enumerate(rows.tolist()):
+            block = int(np.searchsorted(starts, row, side="right")) - 1
+            found[n] = self.matrices[block][row - starts[block]]
+        return found
 
 
 class VectorIndex:
-    """Passage vectors of one embedder with their passage rowids and item seqs, grown in place as they arrive."""
+    """This process's view of the vector file of one embedder: its mapping, the ids of its rows (grown in
+    place as rows arrive) and which rows are still live."""
 
-    def __init__(self, identity: str, dimensions: int) -> None:
+    def __init__(self, identity: str, dimensions: int, *, block_rows: int = BLOCK_ROWS) -> None:
         self.identity = identity
         self.dimensions = dimensions
+        self._block_rows = block_rows
         self._lock = threading.Lock()
+        self._path: Path | None = None
+        self._database = 0
+        self._mapped: MappedFile | None = None
         self._size = 0
-        self._seqs = np.zeros(1024, dtype=np.int64)
-        self._rowids = np.zeros(1024, dtype=np.int64)
-        self._items = np.zeros(1024, dtype=np.int64)
-        self._matrix = np.zeros((1024, dimensions), dtype=np.float32)
-        self._loaded_upto = 0
-        self._deletions = -1
+        self._seqs = np.zeros(0, dtype=np.int64)
+        self._rowids = np.zeros(0, dtype=np.int64)
+        self._items = np.zeros(0, dtype=np.int64)
+        self._live: NDArray[np.bool_] | None = None
+        self._live_at = -1
 
     def refresh(self, conn: sqlite3.Connection) -> Snapshot | None:
-        """Bring the copy up to what `conn` sees, and the snapshot to search; None when the file's
-        vectors are another embedder's."""
+        """Bring the vector file and this view up to what `conn` sees, and the snapshot to search; None
+        when the file's vectors are another embedder's."""
         with self._lock:
-            # One read transaction: the embedder named and the vectors loaded come from one moment,
+            # One read transaction: the embedder named and the vectors searched come from one moment,
             # so a change of embedder committed in between cannot slip foreign vectors in.
             conn.execute("BEGIN")
             try:
                 return self._refresh(conn)
+            except OSError as err:
+                raise UnavailableError(f"vector file {self._path} cannot be read or written: {err}") from err
             finally:
                 conn.execute("COMMIT")
 
     def _refresh(self, conn: sqlite3.Connection) -> Snapshot | None:
-        if recorded_embedder(conn) not in (None, self.identity):
+        recorded = recorded_embedder(conn)
+        if recorded not in (None, self.identity):
             return None
+        # The last vector there is, which the file must hold; and the last seq ever given out (removed vectors'
+        # too): rows of the file above it came in after this transaction began, and are left out of its snapshot.
+        top = int(conn.execute("SELECT max(seq) FROM passage_vectors").fetchone()[0] or 0)
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'passage_vectors'").fetchone()
+        horizon = max(top, int(row[0]) if row else 0)
         removed = deletions(conn)
-        if removed != self._deletions:
-            self._drop_removed(conn)
-            self._deletions = removed
-        rows = conn.execute(
-            "SELECT v.seq, p.rowid, p.item_seq, v.vector FROM passage_vectors v CROSS JOIN passages p "
-            "ON p.rowid = v.passage WHERE v.seq > ? ORDER BY v.seq",
-            (self._loaded_upto,),
-        ).fetchall()
-        if rows:
-            self._append(rows)
-        size = self._size
-        return Snapshot(self._rowids[:size], self._items[:size], self._matrix[:size])
+        path = self._path or self._locate(conn)
+        for _ in range(_ATTEMPTS):
+            if self._caught_up(path, top):
+                size = int(np.searchsorted(self._seqs[: self._size], horizon, side="right"))
+                live = self._live_rows(conn, removed, size)
+                if live is None or not self._compacted(path, live, removed):
+                    return self._snapshot(size, live)
+            else:
+                with locked(path):
+                    expected = Header(self.dimensions, self._block_rows, self._database, 0, -1, self.identity)
+                    sync(conn, path, expected, removed, self._mapped.inode if self._mapped else None)
+        raise UnavailableError(f"vector file {path} keeps changing under this process; try again")
 
-    def _drop_removed(self, conn: sqlite3.Connection) -> None:
-        live = np.fromiter((r[0] for r in conn.execute("SELECT seq FROM passage_vectors")), dtype=np.int64)
-        keep = np.isin(self._seqs[: self._size], live, assume_unique=True)
-        # New arrays (boolean indexing copies): a search may still be reading the old ones.
-        self._seqs = self._seqs[: self._size][keep]
-        self._rowids = self._rowids[: self._size][keep]
-        self._items = self._items[: self._size][keep]
-        self._matrix = self._matrix[: self._size][keep]
-        self._size = len(self._rowids)
+    def _locate(self, conn: sqlite3.Connection) -> Path:
+        memory = memory_file(conn)
+        if memory is None:  # a database in memory: a vector file of its own in a private folder
+            memory = Path(tempfile.mkdtemp(prefix="tm-vectors-")) / "memory"
+            memory.touch()
+        self._path, self._database = vector_path(memory), memory.stat().st_ino
+        return self._path
 
-    def _append(self, rows: list[tuple[int, int, int, bytes]]) -> None:
-        self._reserve(self._size + len(rows))
-        end = self._size + len(rows)
-        self._seqs[self._size : end] = [r[0] for r in rows]
-        self._rowids[self._size : end] = [r[1] for r in rows]
-        self._items[self._size : end] = [r[2] for r in rows]
-        block = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32)
-        self._matrix[self._size : end] = block.reshape(len(rows), self.dimensions)
-        self._size = end
-        self._loaded_upto = int(rows[-1][0])
+    def _caught_up(self, path: Path, top: int) -> bool:
+        """Whether this view maps the file at `path`, sound and holding every row up to seq `top` (loading
+        the ids of rows that arrived since); False when the file must be appended to or rebuilt first."""
+        try:
+            if self._mapped is None or path.stat().st_ino != self._mapped.inode:
+                self._map(path)
+            mapped = self._mapped
+            assert mapped is not None
+            header = mapped.header
+            if (header.identity, header.dimensions, header.database) != (
+                self.identity,
+                self.dimensions,
+                self._database,
+            ):
+                raise UnreadableError("another embedder's, or another memory file's")
+            self._load(mapped)
+        except (FileNotFoundError, UnreadableError):
+            self._mapped = None
+            return False
+        return watermark(self._seqs[self._size - 1 : self._size]) >= top
+
+    def _map(self, path: Path) -> None:
+        self._mapped = None
+        self._size, self._live_at = 0, -1
+        self._mapped = MappedFile(path)
+
+    def _load(self, mapped: MappedFile) -> None:
+        """Read the ids of the rows committed since the last look into this process's arrays."""
+        count = mapped.count()
+        if count <= self._size:
+            return
+        self._reserve(count)
+        rows = mapped.header.block_rows
+        for index, block in enumerate(mapped.blocks(count)):
+            start, end = max(self._size, index * rows), min(count, (index + 1) * rows)
+            if start < end:
+                part = slice(start - index * rows, end - index * rows)
+                self._seqs[start:end] = block.seqs[part]
+                self._rowids[start:end] = block.rowids[part]
+                self._items[start:end] = block.items[part]
+        watermark(self._seqs[max(self._size - 1, 0) : count])  # rising from the rows loaded before
+        self._size = count
+
+    def _live_rows(self, conn: sqlite3.Connection, removed: int, size: int) -> NDArray[np.bool_] | None:
+        """Which of the first `size` rows are still in SQLite; None when all are.
+
+        A file rewritten at deletion counter n held only live rows then; while the counter stays at n
+        nothing has been removed since, so every row (appended later too) is live. Likewise rows added to a
+        mask computed at the counter's current value are live."""
+        assert self._mapped is not None
+        if removed == self._mapped.clean_at():
+            return None
+        if self._live_at != removed or self._live is None:
+            present = np.fromiter((r[0] for r in conn.execute("SELECT seq FROM passage_vectors")), dtype=np.int64)
+            self._live = np.isin(self._seqs[:size], present, assume_unique=True)
+            self._live_at = removed
+        elif len(self._live) < size:
+            self._live = np.concatenate([self._live, np.ones(size - len(self._live), dtype=np.bool_)])
+        return self._live[:size]
+
+    def _compacted(self, path: Path, live: NDArray[np.bool_], removed: int) -> bool:
+        """Rewrite the file without its removed rows when they are many; whether it was rewritten."""
+        dead = len(live) - int(np.count_nonzero(live))
+        if dead < max(COMPACT_MIN_ROWS, COMPACT_SHARE * self._size):
+            return False
+        assert self._mapped is not None
+        with locked(path):
+            logger.info("vector file %s: rewriting it without its %d removed rows", path, dead)
+            compact(path, self._mapped, live, removed)
+        return True
+
+    def _snapshot(self, size: int, live: NDArray[np.bool_] | None) -> Snapshot:
+        assert self._mapped is not None
+        rows = self._mapped.header.block_rows
+        blocks = self._mapped.blocks(size)
+        matrices = tuple(block.matrix[: min(rows, size - n * rows)] for n, block in enumerate(blocks))
+        return Snapshot(self._rowids[:size], self._items[:size], matrices, self.dimensions, live)
 
     def _reserve(self, needed: int) -> None:
+        """Room for `needed` rows; new arrays when growing, as a search may still be reading the old ones."""
         capacity = len(self._rowids)
         if needed <= capacity:
             return
         capacity = max(capacity, 1024)
         while capacity < needed:
             capacity *= 2
-        seqs = np.zeros(capacity, dtype=np.int64)
-        rowids = np.zeros(capacity, dtype=np.int64)
-        items = np.zeros(capacity, dtype=np.int64)
-        matrix = np.zeros((capacity, self.dimensions), dtype=np.float32)
-        seqs[: self._size] = self._seqs[: self._size]
-        rowids[: self._size] = self._rowids[: self._size]
-        items[: self._size] = self._items[: self._size]
-        matrix[: self._size] = self._matrix[: self._size]
-        self._seqs, self._rowids, self._items, self._matrix = seqs, rowids, items, matrix
+        grown = []
+        for old in (self._seqs, self._rowids, self._items):
+            new = np.zeros(capacity, dtype=np.int64)
+            new[: self._size] = old[: self._size]
+            grown.append(new)
+        self._seqs, self._rowids, self._items = grown
