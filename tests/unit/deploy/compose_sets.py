@@ -19,11 +19,17 @@ DOTENV: Final = ROOT / ".env"
 
 LOCAL: Final = "local"
 CORTEXDB: Final = "cortexdb"
-PROFILES: Final = (LOCAL, CORTEXDB)
-# The named volumes that hold the engine's data, mounted where the engine is opened, by set.
-ENGINE_VOLUMES: Final[Mapping[str, frozenset[str]]] = {LOCAL: frozenset({"tinymemory-data"}), CORTEXDB: frozenset()}
-# A role's service is named `<role>` in the local set and `<role>-cortexdb` in the CortexDB set.
-_SUFFIX: Final = {LOCAL: "", CORTEXDB: "-cortexdb"}
+POSTGRES: Final = "postgres"
+PROFILES: Final = (LOCAL, CORTEXDB, POSTGRES)
+# The named volumes that hold the engine's data, mounted where the engine is opened, by set (the PostgreSQL set's
+# data is the database's, on a volume only the database mounts).
+ENGINE_VOLUMES: Final[Mapping[str, frozenset[str]]] = {
+    LOCAL: frozenset({"tinymemory-data"}),
+    CORTEXDB: frozenset(),
+    POSTGRES: frozenset(),
+}
+# A role's service is named `<role>` in the local set and `<role>-<set>` in the others.
+_SUFFIX: Final = {LOCAL: "", CORTEXDB: "-cortexdb", POSTGRES: "-postgres"}
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 

@@ -1,5 +1,6 @@
-"""docker-compose.yml's two sets: a plain `docker compose up` runs the local one unchanged, and
-`--profile cortexdb` runs the same roles against a CortexDB endpoint with no engine volume.
+"""docker-compose.yml's sets: a plain `docker compose up` runs the local one unchanged, and
+`--profile cortexdb` runs the same roles against a CortexDB endpoint with no engine volume (`--profile postgres`,
+against a PostgreSQL database: tests/unit/engines/postgres/test_deploy.py).
 
 The other compose tests run over both sets (tests/unit/deploy/conftest.py); these check what sets them
 apart, and, where the `docker compose` command is installed, that it selects the sets as these tests do.
@@ -20,6 +21,7 @@ from tests.unit.deploy.compose_sets import (
     CORTEXDB,
     ENGINE_VOLUMES,
     LOCAL,
+    POSTGRES,
     PROFILES,
     ROOT,
     default_profiles,
@@ -69,18 +71,20 @@ def test_a_plain_up_starts_the_local_set() -> None:
     for name, service in _ours(compose).items():
         assert len(service.get("profiles", [])) == 1 and service["profiles"][0] in PROFILES, name
     for name, service in compose["services"].items():
-        if not compose_service_is_ours(service):  # Redis and Flower serve both sets
-            assert "profiles" not in service, name
+        if not compose_service_is_ours(service):  # Redis and Flower serve every set, the database its own
+            assert service.get("profiles", []) == ([POSTGRES] if name == POSTGRES else []), name
 
 
-def test_both_sets_run_the_same_roles_the_same_way() -> None:
+@pytest.mark.parametrize("other", [CORTEXDB, POSTGRES])
+def test_every_set_runs_the_same_roles_the_same_way(other: str) -> None:
     compose = load_compose()
-    local, cortexdb = (_ours(selected(compose, {p})) for p in PROFILES)
-    assert {role_of(n) for n in local} == {role_of(n) for n in cortexdb} == set(local)
-    assert not set(local) & set(cortexdb)
+    local, others = (_ours(selected(compose, {p})) for p in (LOCAL, other))
+    assert {role_of(n) for n in local} == {role_of(n) for n in others} == set(local)
+    assert not set(local) & set(others)
     for role, service in local.items():
-        twin = cortexdb[service_of(role, CORTEXDB)]
-        for key in (set(service) | set(twin)) - PER_SET_KEYS:
+        twin = others[service_of(role, other)]
+        # The PostgreSQL set's roles also wait for their database.
+        for key in (set(service) | set(twin)) - PER_SET_KEYS - ({"depends_on"} if other == POSTGRES else set()):
             assert service.get(key) == twin.get(key), f"{role}: {key} differs between the sets"
         watched = {m for m in volume_mounts(service) if m[0].startswith((".", "/"))}
         assert watched == {m for m in volume_mounts(twin) if m[0].startswith((".", "/"))}, role
