@@ -32,6 +32,9 @@ logger = logging.getLogger(__name__)
 BATCH_ROWS = 4_096
 """Rows read from SQLite and written per step of an append or a rebuild (6 MB of vectors at 384 dimensions)."""
 
+BUILT = b"built\n"
+"""The lock file's content once a vector file was built beside it (empty before)."""
+
 
 def memory_file(conn: sqlite3.Connection) -> Path | None:
     """The memory file `conn` reads; None for a database with no file (in memory)."""
@@ -73,7 +76,10 @@ def problem(path: Path, expected: Header) -> tuple[str, bool] | None:
         mapped = MappedFile(path)
         watermark(np.concatenate([block.seqs for block in mapped.blocks(mapped.count())] or [np.zeros(0, np.int64)]))
     except FileNotFoundError:
-        return "missing (deleted, or the data directory predates vector files)", True
+        # A vector file once built leaves a mark in its lock file, which is never removed.
+        if Path(f"{path}.lock").read_bytes():
+            return "missing (deleted)", True
+        return "not there yet (a new memory file, or one older than vector files)", False
     except (UnreadableError, OSError) as err:
         return f"unreadable ({err})", True
     found = mapped.header
@@ -106,6 +112,12 @@ def sync(conn: sqlite3.Connection, path: Path, expected: Header, deletions: int,
         writer.close()
 
 
+def clear_stale(path: Path) -> None:
+    """Remove the temporary files of rebuilds whose process was killed (the caller holds the lock)."""
+    for stale in path.parent.glob(f"{path.name}.*.tmp"):
+        stale.unlink(missing_ok=True)
+
+
 def _inode(path: Path) -> int | None:
     try:
         return path.stat().st_ino
@@ -132,8 +144,7 @@ def from_sqlite(conn: sqlite3.Connection, after: int, dimensions: int) -> Iterat
 
 def rebuild(path: Path, header: Header, deletions: int, rows: Iterator[Rows]) -> None:
     """Write a new file of `rows` and put it in place of `path` (the caller holds the lock)."""
-    for stale in path.parent.glob(f"{path.name}.*.tmp"):  # left by a process killed while rebuilding
-        stale.unlink(missing_ok=True)
+    clear_stale(path)
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     writer = FileWriter(
         temporary, Header(header.dimensions, header.block_rows, header.database, 0, -1, header.identity)
@@ -148,6 +159,7 @@ def rebuild(path: Path, header: Header, deletions: int, rows: Iterator[Rows]) ->
         raise
     writer.close()
     temporary.replace(path)
+    Path(f"{path}.lock").write_bytes(BUILT)
 
 
 def compact(path: Path, mapped: MappedFile, live: NDArray[np.bool_], deletions: int) -> bool:

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from engines.contract import UnavailableError
 from engines.local.pending import deletions, recorded_embedder
 from engines.local.vector_file import BLOCK_ROWS, Header, MappedFile, UnreadableError
-from engines.local.vector_sync import compact, locked, memory_file, sync, vector_path, watermark
+from engines.local.vector_sync import clear_stale, compact, locked, memory_file, sync, vector_path, watermark
 
 logger = logging.getLogger(__name__)
 
@@ -172,8 +172,11 @@ class VectorIndex:
         if memory is None:  # a database in memory: a vector file of its own in a private folder
             memory = Path(tempfile.mkdtemp(prefix="tm-vectors-")) / "memory"
             memory.touch()
-        self._path, self._database = vector_path(memory), memory.stat().st_ino
-        return self._path
+        path, self._database = vector_path(memory), memory.stat().st_ino
+        with locked(path):
+            clear_stale(path)
+        self._path = path
+        return path
 
     def _caught_up(self, path: Path, top: int) -> bool:
         """Whether this view maps the file at `path`, sound and holding every row up to seq `top` (loading

@@ -144,15 +144,19 @@ def test_a_missing_vector_file_is_built_then_rebuilt_with_a_warning(
     add(conn, 200, rng)  # a memory file from before vector files: vectors in SQLite only
     path = tmp_path / "m.sqlite3-vectors"
     index = VectorIndex(IDENTITY, DIMENSIONS, block_rows=BLOCK)
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         assert_exact(index, conn, rng)
-    assert [r for r in caplog.records if str(path) in r.getMessage() and "missing" in r.getMessage()]
+    built = [r for r in caplog.records if str(path) in r.getMessage() and "rebuilding" in r.getMessage()]
+    assert [r.levelno for r in built] == [logging.INFO]  # what a migration is: expected, so no warning
     caplog.clear()
     path.unlink()
     add(conn, 20, rng)
     with caplog.at_level(logging.WARNING):
         assert_exact(index, conn, rng)
-    assert [r for r in caplog.records if r.levelno == logging.WARNING and "rebuilding" in r.getMessage()]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1
+    assert "missing (deleted)" in warned[0]
+    assert "rebuilding it from the memory file's" in warned[0]
     assert file_seqs(path) == sqlite_seqs(conn)
 
 
