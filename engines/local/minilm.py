@@ -104,6 +104,14 @@ def _verified(model_file: Path, expected_sha256: str) -> None:
         )
 
 
+def load_tokenizer(tokenizer_file: Path) -> Any:
+    """The model's tokenizer as the embedder runs it: at most MAX_PIECES pieces a text, no padding."""
+    tokenizer = importlib.import_module("tokenizers").Tokenizer.from_file(str(tokenizer_file))
+    tokenizer.enable_truncation(MAX_PIECES)
+    tokenizer.no_padding()
+    return tokenizer
+
+
 def session_options(onnxruntime: Any) -> Any:
     """How every MiniLM session runs: one thread per call, on the caller's (see the module's docstring),
     and no memory laid out ahead for a shape that never comes again."""
@@ -127,13 +135,10 @@ def _load(model_file: Path, digest: str, tokenizer_file: Path, cache_dir: Path |
             return _loaded[key]
         try:
             onnxruntime = importlib.import_module("onnxruntime")
-            tokenizers = importlib.import_module("tokenizers")
             session, fused = _session(onnxruntime, model_file, digest, cache_dir)
-            tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_file))
+            tokenizer = load_tokenizer(tokenizer_file)
         except Exception as err:  # onnxruntime's errors are pybind classes of their own (InvalidProtobuf, ...)
             raise ConfigError(f"cannot load the MiniLM model from {model_file}: {err}") from err
-        tokenizer.enable_truncation(MAX_PIECES)
-        tokenizer.no_padding()
         _loaded[key] = _Model(session, tokenizer, fused)
         return _loaded[key]
 
@@ -203,6 +208,20 @@ class MiniLMEmbedder:
         self._cache_dir = None if cache_dir is None else Path(cache_dir)
 
     backlog_batch = BACKLOG_BATCH
+
+    @property
+    def model_file(self) -> Path:
+        """The ONNX file the vectors come from (the fused graph is built from it)."""
+        return self._model_file
+
+    @property
+    def tokenizer_file(self) -> Path:
+        return self._tokenizer_file
+
+    @property
+    def digest(self) -> str:
+        """The model file's sha256."""
+        return self._digest
 
     def _model(self) -> _Model:
         return _load(self._model_file, self._digest, self._tokenizer_file, self._cache_dir)
