@@ -31,6 +31,10 @@ from engines.postgres.schema import TEXT_CONFIG
 from engines.postgres.sql import sql_of
 from engines.postgres.writes import indexed_words
 
+ZETA_2 = 1.64493406685
+"""The sum of 1/n² (π²/6): `ts_rank`'s scale."""
+TS_RANK_WEIGHT = 0.1
+"""`ts_rank`'s weight of a lexeme without a weight label (D)."""
 K1 = 1.2
 B = 0.75
 MIN_IDF = 1e-6
@@ -43,11 +47,12 @@ _LEXEMES = 50_000
 
 _MARK = "SELECT (SELECT last_value FROM passages_id_seq), (SELECT last_value FROM deletions)"
 _RANK = """
-WITH q (lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])),
+WITH q (term, idf) AS (SELECT * FROM unnest(%s::tsquery[], %s::float8[])),
 scored AS (
     SELECT p.item_seq, p.id, (
-        SELECT sum(q.idf * cardinality(u.positions) * {k1_plus} / (cardinality(u.positions) + %s * p.tokens + %s))
-        FROM unnest(p.words) u JOIN q ON q.lexeme = u.lexeme
+        SELECT sum(f.idf * f.tf * {k1_plus} / (f.tf + %s * p.tokens + %s)) FROM (
+            SELECT q.idf, round(1 / ({zeta} - {scale} * ts_rank(p.words, q.term)) - 0.5) AS tf FROM q
+        ) f
     ) AS score
     FROM passages p JOIN items i ON i.seq = p.item_seq
     WHERE p.words @@ %s::tsquery AND ({where})
@@ -148,8 +153,8 @@ def keyword_ranking(conn: psycopg.Connection, stats: KeywordStats, where: Where,
     length = K1 * B / average if average > 0 else 0.0
     clause, params = sql_of(where)
     rows = conn.execute(
-        _RANK.format(k1_plus=K1 + 1, where=clause).encode(),
-        (terms, weights, length, K1 * (1 - B), _tsquery(terms), *params, want),
+        _RANK.format(k1_plus=K1 + 1, zeta=ZETA_2, scale=ZETA_2 / TS_RANK_WEIGHT, where=clause).encode(),
+        ([_tsquery([t]) for t in terms], weights, length, K1 * (1 - B), _tsquery(terms), *params, want),
     ).fetchall()
     return [Ranked(int(seq), int(passage), float(score or 0.0)) for seq, passage, score in rows]
 

@@ -28,12 +28,18 @@ EMBEDDER_KEY = "embedder"
 DIMENSIONS_KEY = "dimensions"
 _LOCK = 0x746D_7067  # pg_advisory_xact_lock key ("tmpg"): one process settles a database at a time
 
-_V1 = """
+TEXT_SEARCH = """
 CREATE TEXT SEARCH DICTIONARY tinymemory_porter (TEMPLATE = snowball, LANGUAGE = porter);
 CREATE TEXT SEARCH CONFIGURATION tinymemory (COPY = simple);
 ALTER TEXT SEARCH CONFIGURATION tinymemory ALTER MAPPING FOR
     asciiword, word, numword, asciihword, hword, numhword, hword_asciipart, hword_part, hword_numpart
-    WITH tinymemory_porter;
+    WITH tinymemory_porter
+"""
+"""The text configuration `TEXT_CONFIG`: Porter stems (FTS5's `porter` tokenizer's algorithm), no stop words."""
+
+_V1 = (
+    TEXT_SEARCH
+    + """;
 CREATE SEQUENCE deletions;
 CREATE TABLE items (
     seq          bigserial PRIMARY KEY,
@@ -86,6 +92,9 @@ CREATE TABLE passages (
     tokens      integer NOT NULL,
     words       tsvector NOT NULL
 );
+-- Kept in the row (compressed when that helps), not in TOAST: ranking reads a matching passage's tsvector once per
+-- query word, and fetching it from TOAST each time was most of a keyword read.
+ALTER TABLE passages ALTER COLUMN words SET STORAGE MAIN;
 CREATE INDEX passages_item ON passages (item_seq);
 CREATE INDEX passages_words ON passages USING gin (words);
 CREATE TABLE pending_vectors (
@@ -93,6 +102,7 @@ CREATE TABLE pending_vectors (
 );
 CREATE TABLE settings (key text PRIMARY KEY, value text NOT NULL)
 """
+)
 
 _V2 = """
 CREATE INDEX items_listing ON items (tenant, seq)
@@ -211,4 +221,12 @@ def _settle_embedder(conn: psycopg.Connection, where: str, identity: str, dimens
         )
 
 
-__all__ = ["SCHEMA_VERSION", "TEXT_CONFIG", "create_schema", "ensure_schema", "recorded", "vectors_table"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "TEXT_CONFIG",
+    "TEXT_SEARCH",
+    "create_schema",
+    "ensure_schema",
+    "recorded",
+    "vectors_table",
+]
