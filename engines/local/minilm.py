@@ -53,6 +53,10 @@ TOKENS_PER_RUN = 1024
 """Word pieces (rows times the longest, padding included) of one session call at most: four passages
 of 256 pieces. A run's buffers grow with it, and onnxruntime keeps the largest run's per thread; a
 batch of 32 long passages in one call held 1.4 GB. Texts of like length share a run, so it pads little."""
+
+RUN_COST = 16
+"""What a session call costs beyond its word pieces, counted in word pieces (a few milliseconds): a run
+of short texts is not cut to save a few pieces of padding."""
 BACKLOG_BATCH = 32
 """Passages the backlog embeds per call (a second or two): a batch of 16 for each of two threads, and a short
 wait for a closing engine, which lets the batch being embedded finish."""
@@ -263,18 +267,31 @@ def runs(lengths: Sequence[int], budget: int) -> list[list[int]]:
     """The texts' indices cut into runs of like length, each padded to at most `budget` word pieces
     (rows times its longest; a text longer than that alone), the longest runs first.
 
-    Sorting by length is what keeps padding small; the budget bounds a run's memory whatever the batch;
-    and the longest first lets the threads that share the runs end together.
+    The texts are sorted by length and cut where the pieces run (padding included), plus `RUN_COST` a
+    run, add up to least (a dynamic programme over the cuts): padding is small, and short texts still
+    share a call. The budget bounds a run's memory whatever the batch; and the longest first lets the
+    threads that share the runs end together.
     """
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    size = [max(lengths[i], 1) for i in order]
+    cost = [0] + [0] * len(order)  # cost[end]: the least cost of the first `end` texts in runs
+    start = [0] * (len(order) + 1)  # where the last run of that best cut begins
+    for end in range(1, len(order) + 1):
+        cost[end] = cost[end - 1] + size[end - 1] + RUN_COST
+        start[end] = end - 1
+        first = end - 2
+        # A run [first, end) is padded to its first, longest text; it grows until the budget is spent.
+        while first >= 0 and (end - first) * size[first] <= budget:
+            candidate = cost[first] + (end - first) * size[first] + RUN_COST
+            if candidate < cost[end]:
+                cost[end], start[end] = candidate, first
+            first -= 1
     cut: list[list[int]] = []
-    for index in order:
-        # Longest first: a run's first text is its longest, so it stays padded to that.
-        if cut and (len(cut[-1]) + 1) * max(lengths[cut[-1][0]], 1) <= budget:
-            cut[-1].append(index)
-        else:
-            cut.append([index])
-    return cut
+    end = len(order)
+    while end:
+        cut.append(order[start[end] : end])
+        end = start[end]
+    return cut[::-1]
 
 
 def _pooled(model: _Model, pieces: list[list[int]]) -> Vectors:

@@ -135,3 +135,32 @@ def test_a_model_file_is_digested_once_until_it_changes(tmp_path: Path) -> None:
     copy.write_bytes(b"another model")
     os.utime(copy, ns=(1, 1))  # a change the digest must see even within the same clock tick
     assert MiniLMEmbedder(copy).identity != first
+
+
+def test_runs_group_like_lengths_within_the_budget_longest_first() -> None:
+    lengths = [5, 256, 12, 256, 7, 130, 256, 256, 256, 3, 12, 0]
+    cut = minilm.runs(lengths, 1024)
+    assert sorted(i for run in cut for i in run) == list(range(len(lengths)))  # every text once
+    for run in cut:
+        assert len(run) * max(lengths[i] for i in run) <= 1024 or len(run) == 1
+    assert [lengths[run[0]] for run in cut] == sorted((lengths[run[0]] for run in cut), reverse=True)
+    assert sorted(len(run) for run in cut if lengths[run[0]] == 256) == [1, 4]  # 130 is not padded to 256
+    short = [run for run in cut if lengths[run[0]] <= 12]
+    assert len(short) <= 2 and all(len(run) >= 3 for run in short)  # short texts share calls
+    assert minilm.runs([300], 256) == [[0]]  # a text past the budget runs alone
+    assert minilm.runs([], 1024) == []
+
+
+def test_vectors_come_back_in_the_texts_order_whatever_the_runs(embedder: MiniLMEmbedder) -> None:
+    texts = [("word " * n).strip() + f" {n}" for n in (200, 3, 90, 250, 1, 40, 250, 7)]
+    together = embedder.embed_sync(texts)
+    alone = np.concatenate([embedder.embed_sync([text]) for text in texts])
+    assert np.allclose(together, alone, atol=2e-5)
+
+
+def test_sessions_keep_no_memory_plan_and_an_arena_bounded_by_the_run() -> None:
+    options = minilm.session_options(importlib.import_module("onnxruntime"))
+    assert options.enable_mem_pattern is False
+    assert options.enable_cpu_mem_arena is True
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
+    assert minilm.TOKENS_PER_RUN <= 4 * minilm.MAX_PIECES
