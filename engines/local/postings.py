@@ -1,165 +1,254 @@
-"""Each query word's BM25 scores, read whole once and kept while the keyword index is at rest.
+"""One engine's handle on the keyword index derived from its memory file (`keyword_index`), and its catch-up.
 
-To answer a top-k query FTS5 scores every passage holding one of its words: 8 ms for three common words at
-50,000 passages, most of a keyword read. But BM25 is a sum over the query's words (FTS5's bm25() adds one term per
-phrase, with statistics of the whole table), so each word's scores, read once, answer every later query holding
-that word by adding arrays: 0.3 ms for the same query, with the same scores to the last bit (the same terms
-added in the same order) and the same order (score, then rowid).
+FTS5 scores every posting of every query word: 239 ms at the 95th percentile for three words at 300,000
+passages. The derived index skips postings, so an engine searches it once the file holds `INDEX_FROM_PASSAGES`
+passages (below that FTS5 alone answers within a few milliseconds, and no index is written beside the file).
 
-Scores move with any write (the passage count, the average length), so the words are kept only for one state of
-the index: its mark is the passages' AUTOINCREMENT sequence (every store moves it) and the deletion counter
-(every removal moves it), both only ever growing. Words are read whole only once the index has been at rest for
-`SETTLE_S`, and each only at its second query in that state (reading a word whole costs about eight times what
-FTS5 spends on it in one query): while writes come (a backfill), a query goes to FTS5 as before. A connection
-still reading an older state goes to FTS5 too, and never sets the kept state back. Memory is capped at
-`MAX_POSTINGS` passages over all words, the least recently used words dropped first; a word holding more is left
-to FTS5 in that state.
+A thread of the engine, at a lower priority, brings the index up to the file: when a search finds passages
+above the watermark, and at least every `ROUND_S`. It waits while the file is being written (a backfill goes at
+FTS5's pace, not slowed by indexing; FTS5 answers for the tail meanwhile) unless the last catch-up is
+`STALE_S` old. An index deleted from disk, or found torn, is rebuilt with a warning; searches use FTS5 until it
+is back.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from pathlib import Path
 
-import numpy as np
-from numpy.typing import NDArray
+import tantivy
 
-from engines.local.pending import DELETIONS_KEY
+from engines.local import keyword_index
+from engines.local.keyword_index import Marks, View, directory_of, passage_seq, read_marks
+from engines.local.pending import WRITTEN_KEY, deletions
+from engines.local.terms import Tokenizer
 
-MAX_POSTINGS = 4_000_000
-"""Passages kept over all words: 16 bytes each (rowid and score), so 64 MB at most."""
-SETTLE_S = 1.0
-"""How long the index must be unchanged before words are read whole."""
+logger = logging.getLogger(__name__)
 
-Mark = tuple[int, int]
-Scores = tuple[NDArray[np.int64], NDArray[np.float64]]
-
-_MAX_ASKED = 100_000
-_MARK = (
-    "SELECT (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'passages'), "
-    "(SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM settings WHERE key = ?)"
-)
-_WORD = "SELECT rowid, bm25(passage_text) FROM passage_text WHERE passage_text MATCH ?"
+INDEX_FROM_PASSAGES = 20_000
+"""Passages from which the derived index is built and searched."""
+ROUND_S = 1.0
+QUIET_S = 2.0
+"""How long the file must have gone unwritten before a catch-up starts."""
+STALE_S = 60.0
+"""A catch-up older than this runs even while writes go on."""
+_NICENESS = 10
+_WORDS = 100_000
 
 
 class Postings:
-    """Word scores for one engine's reading threads; safe to share between them."""
+    """The derived keyword index of one engine's file; safe to share between its reading threads."""
 
-    def __init__(
-        self,
-        *,
-        max_postings: int = MAX_POSTINGS,
-        settle_s: float = SETTLE_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._max = max_postings
-        self._settle_s = settle_s
-        self._clock = clock
+    def __init__(self, *, index_from: int | None = None, quiet_s: float | None = None) -> None:
+        self._index_from = INDEX_FROM_PASSAGES if index_from is None else index_from
+        self._quiet_s = QUIET_S if quiet_s is None else quiet_s
         self._lock = threading.Lock()
-        self._mark: Mark = (-1, -1)
-        self._since = 0.0
-        self._words: OrderedDict[str, Scores] = OrderedDict()
-        self._asked: set[str] = set()
-        self._oversized: set[str] = set()
-        self._size = 0
+        self._tokenizer = Tokenizer()
+        self._terms: OrderedDict[str, str | None] = OrderedDict()
+        self._state: _State | None = None
+        self._closed = False
 
-    def top(self, conn: sqlite3.Connection, words: list[str], limit: int) -> list[tuple[int, float]] | None:
-        """The `limit` best passages holding any of `words` (stemmed as the index stems them), as FTS5 ranks them:
-        `(rowid, bm25)`, lowest bm25 first, then lowest rowid. None while the index is not at rest for `conn`:
-        the caller asks FTS5."""
-        mark = _mark(conn)
-        if not words or limit < 1 or not self._at_rest(mark):
+    def view(self, conn: sqlite3.Connection) -> View | None:
+        """The index as it stands, for a search on `conn`; None while FTS5 alone should answer (a small file,
+        an index not built yet, or one being rebuilt)."""
+        state = self._started(conn)
+        if state is None:
             return None
-        if not self._admitted(words):
+        return state.view()
+
+    def term_of(self, word: str) -> str | None:
+        """The term a query word stands for in the index (None: several, or none; FTS5 then answers)."""
+        with self._lock:
+            if word in self._terms:
+                self._terms.move_to_end(word)
+                return self._terms[word]
+        term = self._tokenizer.term_of(word)
+        with self._lock:
+            self._terms[word] = term
+            if len(self._terms) > _WORDS:
+                self._terms.popitem(last=False)
+        return term
+
+    def wake(self) -> None:
+        """A search saw passages above the watermark: catch up now rather than at the next round."""
+        with self._lock:
+            state = self._state
+        if state is not None:
+            state.wake.set()
+
+    def wait_caught_up(self, conn: sqlite3.Connection, timeout_s: float = 60.0) -> bool:
+        """Wait until the index holds the file's passages, and no removed one (for tests and benchmarks)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            view = self.view(conn)
+            if view is not None and view.marks == Marks(passage_seq(conn), deletions(conn)):
+                return True
+            self.wake()
+            time.sleep(0.05)
+        return False
+
+    def close(self) -> None:
+        """Stop the catch-up thread (a catch-up under way finishes its batch first)."""
+        with self._lock:
+            self._closed = True
+            state, self._state = self._state, None
+        if state is not None:
+            state.stop()
+
+    def _started(self, conn: sqlite3.Connection) -> _State | None:
+        with self._lock:
+            if self._state is not None or self._closed:
+                return self._state
+        path = _file_of(conn)
+        # A small file is FTS5's alone: no index and no thread (until it grows, or another process built one).
+        if path is None or (passage_seq(conn) < self._index_from and not directory_of(path).exists()):
             return None
-        found: list[Scores] = []
-        for word in dict.fromkeys(words):
-            scores = self._scores(conn, word, mark)
-            if scores is None:
-                return None
-            found.append(scores)
-        return _best(found, limit)
-
-    def _admitted(self, words: list[str]) -> bool:
-        """Whether every word is kept or asked for before in this state, and none is too common to keep. Reading a
-        word whole costs about eight times what FTS5 spends on it in one query, so a word asked for once is left to
-        FTS5."""
+        state = _State(path, self._tokenizer, self._index_from, self._quiet_s)
         with self._lock:
-            if any(w in self._oversized for w in words):
-                return False
-            new = [w for w in words if w not in self._words and w not in self._asked]
-            if len(self._asked) + len(new) > _MAX_ASKED:
-                self._asked.clear()
-            self._asked.update(new)
-        return not new
+            if self._state is None and not self._closed:
+                self._state = state
+                state.start()
+                weakref.finalize(self, state.stopping.set)
+            elif self._state is not state:
+                return self._state
+        return state
 
-    def _at_rest(self, mark: Mark) -> bool:
-        with self._lock:
-            if mark != self._mark and all(now >= kept for now, kept in zip(mark, self._mark, strict=True)):
-                self._mark, self._since = mark, self._clock()
-                self._words.clear()
-                self._asked.clear()
-                self._oversized.clear()
-                self._size = 0
-            return mark == self._mark and self._clock() - self._since >= self._settle_s
 
-    def _scores(self, conn: sqlite3.Connection, word: str, mark: Mark) -> Scores | None:
-        with self._lock:
-            kept = self._words.get(word)
-            if kept is not None:
-                self._words.move_to_end(word)
-                return kept
-        rows = conn.execute(_WORD, (f'"{word}"',)).fetchall()
-        # Each statement reads the file as it is then: a write between the mark and the word leaves the word unkept.
-        if _mark(conn) != mark:
-            return None
-        if len(rows) > self._max:
+def _file_of(conn: sqlite3.Connection) -> Path | None:
+    for _, name, file in conn.execute("PRAGMA database_list"):
+        if name == "main":
+            return Path(file) if file else None
+    return None
+
+
+class _State:
+    """The index of one file: the searcher in use, and the thread that catches it up."""
+
+    def __init__(self, path: Path, tokenizer: Tokenizer, index_from: int, quiet_s: float) -> None:
+        self.path = path
+        self.directory = directory_of(path)
+        self.wake = threading.Event()
+        self._tokenizer = tokenizer
+        self._index_from = index_from
+        self._quiet_s = quiet_s
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._index: tantivy.Index | None = None
+        self._seen: tuple[int, int] | None = None  # the marks file's (inode, mtime) last read
+        self._view: View | None = None
+        self._missing_said = False
+        self._thread = threading.Thread(target=self._run, name="tm-local-keyword", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.wake.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(30.0)
+
+    def view(self) -> View | None:
+        try:
+            stat = (self.directory / "watermark.json").stat()
+        except OSError:
+            # Absent (not built yet, or removed from disk: the catch-up says so as it rebuilds it).
             with self._lock:
-                if mark == self._mark:
-                    self._oversized.add(word)
+                had = self._view is not None
+                self._index = self._view = None
+                self._seen = None
+            if had:
+                self.wake.set()
             return None
-        table = np.array(rows, dtype=np.float64).reshape(-1, 2)
-        scores: Scores = (table[:, 0].astype(np.int64), np.ascontiguousarray(table[:, 1]))
+        seen = (stat.st_ino, stat.st_mtime_ns)
         with self._lock:
-            # Kept only for the state it was read in (another thread may have moved the mark since).
-            if mark == self._mark and word not in self._words:
-                while self._words and self._size + len(rows) > self._max:
-                    _, (dropped, _) = self._words.popitem(last=False)
-                    self._size -= len(dropped)
-                self._words[word] = scores
-                self._size += len(rows)
-        return scores
-
-    @property
-    def size(self) -> int:
-        """Passages kept over all words."""
+            if seen == self._seen:
+                return self._view
+        # Marks first, then the searcher: the searcher then holds at least what the marks say (a newer commit
+        # may hold more, which the tail's FTS5 read finds again; the ranking keeps one of each passage).
+        marks = read_marks(self.directory)
+        if marks is None:
+            return None
+        try:
+            with self._lock:
+                index = self._index
+            if index is None:
+                index = keyword_index.open_index(self.directory)
+            index.reload()
+            view = View(index.searcher(), marks)
+        except ValueError:
+            self.wake.set()
+            return None
         with self._lock:
-            return self._size
+            self._index, self._view, self._seen = index, view, seen
+        return view
+
+    def _run(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):  # lower priority where the platform allows
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICENESS)
+        conn: sqlite3.Connection | None = None
+        last = time.monotonic()
+        try:
+            while not self.stopping.is_set():
+                self.wake.wait(ROUND_S)
+                self.wake.clear()
+                if self.stopping.is_set() or not self.path.exists():
+                    return
+                if conn is None:
+                    conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=60)
+                if self._due(conn, time.monotonic() - last):
+                    self._catch_up(conn)
+                    last = time.monotonic()
+        except Exception:
+            if not self.stopping.is_set():
+                logger.exception("keyword index %s: catching up failed", self.directory)
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _due(self, conn: sqlite3.Connection, since_last: float) -> bool:
+        seq = passage_seq(conn)
+        marks = read_marks(self.directory)
+        if marks is None:
+            if seq < self._index_from:
+                return False
+        elif marks.rowid >= seq and marks.deletions == deletions(conn):
+            return False
+        if since_last >= STALE_S:
+            return True
+        row = conn.execute("SELECT value FROM settings WHERE key = ?", (WRITTEN_KEY,)).fetchone()
+        written_ms = int(row[0]) if row else 0
+        return time.time() * 1000 - written_ms >= self._quiet_s * 1000
+
+    def _catch_up(self, conn: sqlite3.Connection) -> None:
+        before = read_marks(self.directory)
+        if before is None and not self._missing_said:
+            self._missing_said = True
+            state = "torn or of another format" if self.directory.exists() else "missing"
+            logger.warning(
+                "keyword index %s is %s: rebuilding it from %s (FTS5 answers keyword searches meanwhile)",
+                self.directory,
+                state,
+                self.path,
+            )
+        started = time.monotonic()
+        marks = keyword_index.catch_up(conn, self.directory, self._tokenizer)
+        if marks is not None and before is None:
+            logger.info(
+                "keyword index %s built up to passage %d in %.1f s",
+                self.directory,
+                marks.rowid,
+                time.monotonic() - started,
+            )
+        if marks is not None:
+            self._missing_said = False
 
 
-def _mark(conn: sqlite3.Connection) -> Mark:
-    seq, deletions = conn.execute(_MARK, (DELETIONS_KEY,)).fetchone()
-    return int(seq), int(deletions)
-
-
-def _best(found: list[Scores], limit: int) -> list[tuple[int, float]]:
-    """The `limit` lowest summed scores, ties by rowid; each word's terms added in the query's order, as FTS5 adds
-    them."""
-    if len(found) == 1:
-        rowids, scores = found[0]
-    else:
-        rowids, slot = np.unique(np.concatenate([r for r, _ in found]), return_inverse=True)
-        # bincount adds in array order: a passage's terms in the words' order.
-        weights = np.concatenate([s for _, s in found])
-        scores = np.bincount(slot, weights=weights, minlength=len(rowids)).astype(np.float64, copy=False)
-    if len(scores) > limit:
-        # Every passage tied with the limit-th score is a candidate, so ties are broken by rowid as FTS5 does.
-        cutoff = np.partition(scores, limit - 1)[limit - 1]
-        chosen = np.flatnonzero(scores <= cutoff)
-    else:
-        chosen = np.arange(len(scores))
-    order = chosen[np.lexsort((rowids[chosen], scores[chosen]))][:limit]
-    return list(zip(rowids[order].tolist(), scores[order].tolist(), strict=True))
+__all__ = ["INDEX_FROM_PASSAGES", "Marks", "Postings", "View"]

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from engines.local.keyword_index import View, passage_seq
+from engines.local.pending import deletions
 from engines.local.postings import Postings
+from engines.local.terms import fts_totals, idf
 from engines.local.vectors import Snapshot
 from engines.local.where import Where
 from engines.local.words import search_words
@@ -88,7 +91,11 @@ def informative_words(conn: sqlite3.Connection, words: list[str], counts: TermCo
     if len(words) < 2:
         return words
     total, frequency = counts.lookup(conn, words)
-    if total < _PRUNE_FROM_PASSAGES:
+    return _informative(words, total, frequency)
+
+
+def _informative(words: list[str], total: int, frequency: dict[str, int]) -> list[str]:
+    if len(words) < 2 or total < _PRUNE_FROM_PASSAGES:
         return words
     kept = [w for w in words if frequency[w] * 2 <= total]
     return kept or [min(words, key=lambda w: frequency[w])]
@@ -102,18 +109,22 @@ def keyword_ranking(
     counts: TermCounts,
     postings: Postings | None = None,
 ) -> list[Ranked]:
-    """Items whose passages match a word of `query` (stop words aside), by their best passage's BM25; the words'
-    scores from `postings` while the index is at rest there."""
-    words = informative_words(conn, search_words(query), counts)
+    """Items whose passages match a word of `query` (stop words aside), by their best passage's BM25 as FTS5
+    scores it; from the derived index (`postings`) and FTS5 for the passages above its watermark, where there
+    is one, else from FTS5 alone."""
+    words = search_words(query)
+    derived = None if postings is None else _Derived.of(conn, postings, words)
+    words = derived.words if derived is not None else informative_words(conn, words, counts)
     match = fts_query(words)
     if match is None:
         return []
-    limit = max(want * 3, 100)
+    limit = max(want * 3, 100) if derived is None else max(want * 2, 20)
     for _ in range(_CHECK_ROUNDS):
         # Rank in the index alone, then filter the best passages: joining every match to its item
         # before sorting costs several times more when a common word matches most of the file.
-        rows = None if postings is None else postings.top(conn, words, limit)
-        if rows is None:
+        if derived is not None:
+            rows = derived.top(conn, match, limit)
+        else:
             rows = conn.execute(
                 "SELECT rowid, bm25(passage_text) AS rank FROM passage_text WHERE passage_text MATCH ? "
                 "ORDER BY rank, rowid LIMIT ?",
@@ -124,6 +135,65 @@ def keyword_ranking(
             return ranked
         limit *= 4
     return _keyword_filtered_first(conn, where, match, want)
+
+
+@dataclass(slots=True)
+class _Derived:
+    """A keyword read through the derived index: its words, their terms and FTS5's idfs, and the index's state."""
+
+    view: View
+    words: list[str]
+    terms: list[str]
+    idfs: list[float]
+    average_length: float
+
+    @classmethod
+    def of(cls, conn: sqlite3.Connection, postings: Postings, words: list[str]) -> _Derived | None:
+        """None when FTS5 alone answers: no index yet, or a word that is not one term (FTS5 reads a phrase)."""
+        view = postings.view(conn)
+        if view is None or not words:
+            return None
+        terms = [postings.term_of(w) for w in words]
+        if any(t is None for t in terms):
+            return None
+        totals = fts_totals(conn)
+        tail = passage_seq(conn) > view.marks.rowid
+        if tail:
+            postings.wake()
+        # Removals the index has not heard of yet still count in its frequencies: FTS5 counts then.
+        removed = deletions(conn) != view.marks.deletions
+        frequency: dict[str, int] = {}
+        for word, term in zip(words, terms, strict=True):
+            assert term is not None
+            if removed:
+                frequency[word] = conn.execute(_COUNT_MATCHES, (fts_query([word]),)).fetchone()[0]
+                continue
+            held = view.frequency(term)
+            if tail:
+                # The passages above the watermark are FTS5's alone (a seek to the watermark in each posting list).
+                held += conn.execute(
+                    "SELECT count(*) FROM passage_text WHERE passage_text MATCH ? AND rowid > ?",
+                    (fts_query([word]), view.marks.rowid),
+                ).fetchone()[0]
+            frequency[word] = held
+        kept = _informative(words, totals.rows, frequency)
+        chosen = [t for w, t in zip(words, terms, strict=True) if w in kept and t is not None]
+        idfs = [idf(totals.rows, frequency[w]) for w in kept]
+        return cls(view, kept, chosen, idfs, totals.average_length)
+
+    def top(self, conn: sqlite3.Connection, match: str, limit: int) -> list[tuple[int, float]]:
+        """The `limit` best passages `(rowid, bm25)` as FTS5 ranks them: the index's, and FTS5's above it."""
+        rows = self.view.top(self.terms, self.idfs, self.average_length, limit)
+        if passage_seq(conn) > self.view.marks.rowid:
+            rows += conn.execute(
+                "SELECT rowid, bm25(passage_text) AS rank FROM passage_text WHERE passage_text MATCH ? "
+                "AND rowid > ? ORDER BY rank, rowid LIMIT ?",
+                (match, self.view.marks.rowid, limit),
+            ).fetchall()
+            # A commit newer than the watermark may hold a passage the tail holds too: one of each is kept.
+            best = {rowid: score for rowid, score in sorted(rows, key=lambda r: (r[1], r[0]), reverse=True)}
+            rows = sorted(best.items(), key=lambda r: (r[1], r[0]))[:limit]
+        return rows
 
 
 def _first_admitted(conn: sqlite3.Connection, where: Where, rows: list[tuple[int, float]], want: int) -> list[Ranked]:

@@ -1,30 +1,29 @@
-"""Word scores kept while the keyword index is at rest: exactly FTS5's ranking, and only for the state read."""
+"""The keyword index derived from the memory file (tantivy): FTS5's ranking exactly, every stored item at once, no
+removed item ever, and an index that is rebuilt when it is lost, torn or behind."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tantivy
 
-from engines.contract import Document, FetchMode, FetchRequest, ForgetTarget, MemoryMeta, MetaFilter
-from engines.local import HashingEmbedder, LocalEngine
+from engines.contract import Document, FetchMode, FetchRequest, ForgetTarget, MemoryMeta
+from engines.local import HashingEmbedder, LocalEngine, keyword_index, postings
+from engines.local.keyword_index import Marks, directory_of, read_marks, write_marks
 from engines.local.postings import Postings
-from engines.local.search import fts_query
+from engines.local.search import TermCounts, keyword_ranking
+from engines.local.terms import Tokenizer
+from engines.local.where import Where
 
 WORDS = [f"w{n}" for n in range(300)]
 ITEMS = 600
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def zipf_text(rng: random.Random, words: int) -> str:
@@ -32,178 +31,211 @@ def zipf_text(rng: random.Random, words: int) -> str:
     return " ".join(rng.choices(WORDS, weights=weights, k=words))
 
 
-@pytest.fixture(scope="module")
-def memory_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A file of items whose passages share Zipf-distributed words, so that scores tie and posting lists overlap."""
-    path = tmp_path_factory.mktemp("postings") / "memory.sqlite3"
+def documents(rng: random.Random, count: int) -> list[Document]:
+    return [
+        Document.from_text(zipf_text(rng, rng.randint(3, 400)), meta=MemoryMeta(folder=f"/f{n % 3}"))
+        for n in range(count)
+    ]
+
+
+@pytest.fixture(autouse=True)
+def index_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(postings, "INDEX_FROM_PASSAGES", 0)
+    monkeypatch.setattr(postings, "QUIET_S", 0.0)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    """A file of items whose passages share Zipf-distributed words (lengths 3 to 400, so tantivy's one-byte lengths
+    round), so that scores tie and posting lists overlap."""
+    file = tmp_path / "memory.sqlite3"
     rng = random.Random(3)
 
     async def fill() -> None:
-        engine = LocalEngine(path, embedder=HashingEmbedder())
+        engine = LocalEngine(file, embedder=HashingEmbedder())
         try:
-            for start in range(0, ITEMS, 100):
-                batch = [
-                    Document.from_text(zipf_text(rng, rng.randint(3, 120)), meta=MemoryMeta(folder=f"/f{n % 3}"))
-                    for n in range(start, start + 100)
-                ]
-                await engine.store_many(batch)
+            for _ in range(ITEMS // 100):
+                await engine.store_many(documents(rng, 100))
         finally:
             engine.close()
 
     asyncio.run(fill())
-    return path
+    return file
 
 
 @pytest.fixture
-def conn(memory_file: Path) -> Iterator[sqlite3.Connection]:
-    connection = sqlite3.connect(f"file:{memory_file}?mode=ro", uri=True)
+def conn(path: Path) -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(path, isolation_level=None)
     yield connection
     connection.close()
 
 
-def fts_top(conn: sqlite3.Connection, words: list[str], limit: int) -> list[tuple[int, float]]:
-    """What the keyword ranking asked FTS5 before the scores were kept."""
-    sql = "SELECT rowid, bm25(passage_text) AS rank FROM passage_text WHERE passage_text MATCH ? ORDER BY rank, rowid "
-    return [(int(r), float(s)) for r, s in conn.execute(sql + "LIMIT ?", (fts_query(words), limit))]
+@pytest.fixture
+def derived(conn: sqlite3.Connection) -> Iterator[Postings]:
+    handle = Postings()
+    assert handle.wait_caught_up(conn, 60)
+    yield handle
+    handle.close()
 
 
-def settled(clock: Clock, **options: int) -> Postings:
-    return Postings(settle_s=1.0, clock=clock, **options)
+def queries(seed: int, count: int = 60) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.sample(WORDS[: rng.choice((20, 80, 300))], rng.randint(1, 4))) for _ in range(count)]
 
 
-def kept_top(postings: Postings, conn: sqlite3.Connection, words: list[str], limit: int) -> list[tuple[int, float]]:
-    """The kept scores' answer: a word is read whole at its second query in a state."""
-    postings.top(conn, words, limit)
-    found = postings.top(conn, words, limit)
-    assert found is not None
-    return found
+def tenant() -> Where:
+    where = Where()
+    where.add("i.tenant = ?", "")
+    return where
 
 
-def test_kept_scores_rank_exactly_as_fts5(conn: sqlite3.Connection) -> None:
-    clock = Clock()
-    postings = settled(clock)
-    assert postings.top(conn, ["w1"], 10) is None  # the index was just seen: not yet at rest
-    clock.now += 1.0
-    rng = random.Random(5)
-    for _ in range(150):
-        words = rng.sample(WORDS[:60], rng.randint(1, 4)) + rng.sample(WORDS, rng.randint(0, 2))
-        for limit in (1, 7, 100, 2_000):
-            assert kept_top(postings, conn, words, limit) == fts_top(conn, words, limit), (words, limit)
-    assert kept_top(postings, conn, ["nowhere"], 10) == []
-    assert postings.size > 0
+def both(conn: sqlite3.Connection, handle: Postings, query: str, want: int = 10) -> tuple[list[int], list[int]]:
+    """The ranking through the derived index, and FTS5's alone: (item, passage) pairs."""
+    found = keyword_ranking(conn, tenant(), query, want, TermCounts(), handle)
+    fts = keyword_ranking(conn, tenant(), query, want, TermCounts(), None)
+    assert [r.score for r in found] == [r.score for r in fts]
+    return [r.passage for r in found], [r.passage for r in fts]
 
 
-def test_a_word_is_read_whole_only_at_its_second_query(conn: sqlite3.Connection) -> None:
-    clock = Clock()
-    postings = settled(clock)
-    postings.top(conn, ["w1"], 10)
-    clock.now += 1.0
-    assert postings.top(conn, ["w2", "w3"], 10) is None  # asked once: FTS5 answers
-    assert postings.size == 0
-    assert postings.top(conn, ["w2", "w4"], 10) is None  # w4 is new: the whole query goes to FTS5
-    assert postings.top(conn, ["w2", "w3"], 10) == fts_top(conn, ["w2", "w3"], 10)
-    assert postings.size == len(fts_top(conn, ["w2"], 10**6)) + len(fts_top(conn, ["w3"], 10**6))
+def test_the_derived_index_ranks_as_fts5_does(conn: sqlite3.Connection, derived: Postings) -> None:
+    view = derived.view(conn)
+    assert view is not None and view.marks.rowid == ITEMS
+    for query in queries(1):
+        for want in (1, 10, 40):
+            ours, theirs = both(conn, derived, query, want)
+            assert ours == theirs, query
+            assert ours
 
 
-def test_a_write_forgets_the_scores_until_the_index_is_at_rest_again(memory_file: Path, tmp_path: Path) -> None:
-    path = tmp_path / "copy.sqlite3"
-    source = sqlite3.connect(memory_file)
-    copy = sqlite3.connect(path)
-    source.backup(copy)
-    source.close()
-    copy.close()
-    clock = Clock()
-    postings = settled(clock)
-    clock.now += 1.0
+def test_items_stored_after_the_watermark_are_found_at_once(path: Path, conn: sqlite3.Connection) -> None:
+    handle = Postings(quiet_s=3600.0)  # the index stays behind while writes come
+    assert handle.wait_caught_up(conn, 60)
 
-    async def write(action: str) -> None:
+    async def more() -> None:
         engine = LocalEngine(path, embedder=HashingEmbedder())
         try:
-            if action == "store":
-                await engine.store(Document.from_text("w1 w1 w1 w2 a fresh passage"))
-            else:
-                await engine.forget(ForgetTarget.by_filter(MetaFilter(folder="/f1")))
+            await engine.store_many([Document.from_text(f"w0 w1 fresh{n} fresh{n}") for n in range(30)])
+            await engine.store_many(documents(random.Random(5), 100))
         finally:
             engine.close()
 
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-        postings.top(conn, ["w1", "w2"], 50)  # sets the mark of the copy
-        clock.now += 1.0
-        before = kept_top(postings, conn, ["w1", "w2"], 50)
-        assert before == fts_top(conn, ["w1", "w2"], 50)
-        for action in ("store", "forget"):
-            asyncio.run(write(action))
-            assert postings.top(conn, ["w1", "w2"], 50) is None
-            assert postings.size == 0
-            clock.now += 1.0
-            after = kept_top(postings, conn, ["w1", "w2"], 50)
-            assert after == fts_top(conn, ["w1", "w2"], 50) != before
-            before = after
+    asyncio.run(more())
+    try:
+        view = handle.view(conn)
+        assert view is not None and view.marks.rowid == ITEMS  # not caught up: FTS5 answers above it
+        ours, theirs = both(conn, handle, "fresh7 w3")
+        assert ours == theirs and ours[0] > ITEMS
+        for query in queries(2, 30):
+            assert both(conn, handle, query)[0] == both(conn, handle, query)[1]
+    finally:
+        handle.close()
 
 
-def test_a_connection_reading_an_older_state_never_sets_the_kept_one_back(memory_file: Path, tmp_path: Path) -> None:
-    path = tmp_path / "copy.sqlite3"
-    with sqlite3.connect(memory_file) as source, sqlite3.connect(path) as copy:
-        source.backup(copy)
-    old = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-    old.execute("BEGIN")
-    old.execute("SELECT count(*) FROM passages").fetchone()  # holds its snapshot
-    clock = Clock()
-    postings = settled(clock)
+def test_removed_items_never_come_back(path: Path, conn: sqlite3.Connection, derived: Postings) -> None:
+    best = {query: both(conn, derived, query, 5)[0] for query in queries(3, 20)}
+    doomed = {passage for passages in best.values() for passage in passages[:2]}
+    ids = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT i.id FROM items i JOIN passages p ON p.item_seq = i.seq "
+            f"WHERE p.rowid IN ({','.join(map(str, doomed))})"
+        )
+    ]
 
-    async def store() -> None:
+    async def forget() -> None:
         engine = LocalEngine(path, embedder=HashingEmbedder())
         try:
-            await engine.store(Document.from_text("w3 w4 newer"))
+            assert (await engine.forget(ForgetTarget(ids=ids))).forgotten == len(ids)
         finally:
             engine.close()
 
-    asyncio.run(store())
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as new:
-        assert postings.top(new, ["w3"], 5) is None
-        clock.now += 1.0
-        kept = kept_top(postings, new, ["w3"], 5)
-        assert postings.top(old, ["w3"], 5) is None  # FTS5 answers it, from its own snapshot
-        assert postings.top(new, ["w3"], 5) == kept  # still kept: the old reader did not reset it
-    old.execute("ROLLBACK")
-    old.close()
+    asyncio.run(forget())
+    for query in best:  # before the index hears of it
+        ours, theirs = both(conn, derived, query, 5)
+        assert ours == theirs and not doomed & set(ours)
+    assert derived.wait_caught_up(conn, 60)
+    view = derived.view(conn)
+    assert view is not None and view.searcher.num_docs == ITEMS - len(doomed)
+    for query in best:
+        ours, theirs = both(conn, derived, query, 5)
+        assert ours == theirs and not doomed & set(ours)
 
 
-def test_memory_is_capped_least_recently_used_first(conn: sqlite3.Connection) -> None:
-    common = len(fts_top(conn, ["w0"], 100_000))
-    clock = Clock()
-    postings = settled(clock, max_postings=common + 10)
-    assert postings.top(conn, ["w0"], 5) is None
-    clock.now += 1.0
-    assert kept_top(postings, conn, ["w0"], 5) == fts_top(conn, ["w0"], 5)
-    assert kept_top(postings, conn, ["w1"], 5) == fts_top(conn, ["w1"], 5)  # w0 dropped to make room
-    assert postings.size <= common + 10
-    small = Postings(max_postings=common - 1, settle_s=0.0)
-    read_whole: list[str] = []
-    conn.set_trace_callback(lambda sql: read_whole.append(sql) if "bm25" in sql and "LIMIT" not in sql else None)
+def test_a_removed_index_is_rebuilt_with_a_warning_while_fts5_answers(
+    conn: sqlite3.Connection, derived: Postings, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = directory_of(Path(conn.execute("PRAGMA database_list").fetchone()[2]))
+    expected = {query: both(conn, derived, query)[1] for query in queries(4, 10)}
+    with caplog.at_level(logging.WARNING, logger="engines.local.postings"):
+        shutil.rmtree(directory)
+        for query, fts in expected.items():  # meanwhile
+            assert both(conn, derived, query)[0] == fts
+        assert derived.wait_caught_up(conn, 60)
+    assert any("missing: rebuilding" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+    assert read_marks(directory) == Marks(ITEMS, 0)
+    for query, fts in expected.items():
+        assert both(conn, derived, query)[0] == fts
+
+
+def test_a_torn_index_is_rebuilt(conn: sqlite3.Connection, derived: Postings, caplog: pytest.LogCaptureFixture) -> None:
+    directory = directory_of(Path(conn.execute("PRAGMA database_list").fetchone()[2]))
+    derived.close()
+    (directory / "meta.json").write_text("{ torn")
+    with caplog.at_level(logging.WARNING):
+        marks = keyword_index.catch_up(conn, directory, Tokenizer())
+    assert marks == Marks(ITEMS, 0)
+    assert any("unreadable" in r.getMessage() for r in caplog.records)
+    again = Postings()
     try:
-        for _ in range(4):
-            assert small.top(conn, ["w0"], 5) is None  # one word over the cap: never kept
+        for query in queries(5, 10):
+            assert both(conn, again, query)[0] == both(conn, again, query)[1]
     finally:
-        conn.set_trace_callback(None)
-    assert len(read_whole) == 1  # and read whole once, not again at every query
-    assert small.size == 0
+        again.close()
 
 
-async def test_the_engine_ranks_the_same_with_kept_scores(memory_file: Path) -> None:
-    engine = LocalEngine(memory_file, embedder=HashingEmbedder())
+def test_a_crash_between_commit_and_watermark_replays_without_duplicates(conn: sqlite3.Connection) -> None:
+    directory = directory_of(Path(conn.execute("PRAGMA database_list").fetchone()[2]))
+    tokenizer = Tokenizer()
+    assert keyword_index.catch_up(conn, directory, tokenizer) == Marks(ITEMS, 0)
+    # As if the process died after tantivy's commit and before the watermark was written.
+    write_marks(directory, Marks(ITEMS // 3, 0))
+    assert keyword_index.catch_up(conn, directory, tokenizer) == Marks(ITEMS, 0)
+    index = keyword_index.open_index(directory)
+    index.reload()
+    searcher = index.searcher()
+    assert searcher.num_docs == ITEMS
+    hits = searcher.search(tantivy.Query.all_query(), ITEMS * 2, count=False).hits
+    rowids = searcher.fast_field_values("rowid", [address for _, address in hits])
+    assert sorted(rowids) == list(range(1, ITEMS + 1))
+    handle = Postings()
     try:
-        rankers = engine._rankers
-        assert isinstance(rankers.postings, Postings)
-        queries = ["w1 w7 w40", "w2", "w0 w3", "w5 w9 w11 w290"]
-        requests = [FetchRequest(query=q, mode=FetchMode.KEYWORD, limit=20) for q in queries]
-        requests.append(FetchRequest(query="w1 w7", mode=FetchMode.KEYWORD, limit=5, filter=MetaFilter(folder="/f2")))
-        kept_at_first = [[h.id for h in (await engine.fetch(r)).hits] for r in requests]
-        rankers.postings._since -= 10.0  # at rest: from the second query of each word on, the kept scores answer
-        for request in requests:
-            await engine.fetch(request)
-        kept = [[h.id for h in (await engine.fetch(r)).hits] for r in requests]
-        assert rankers.postings.size > 0
-        assert kept == kept_at_first
+        for query in queries(6, 10):
+            ours, theirs = both(conn, handle, query, 40)
+            assert ours == theirs and len(set(ours)) == len(ours)
     finally:
-        engine.close()
+        handle.close()
+
+
+def test_only_one_process_catches_up_at_a_time(conn: sqlite3.Connection) -> None:
+    directory = directory_of(Path(conn.execute("PRAGMA database_list").fetchone()[2]))
+    with keyword_index.catch_up_lock(directory) as mine:
+        assert mine
+        assert keyword_index.catch_up(conn, directory, Tokenizer()) is None
+    assert keyword_index.catch_up(conn, directory, Tokenizer()) == Marks(ITEMS, 0)
+
+
+def test_a_small_file_is_fts5s_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(postings, "INDEX_FROM_PASSAGES", 1_000)
+    file = tmp_path / "small.sqlite3"
+
+    async def use() -> None:
+        engine = LocalEngine(file, embedder=HashingEmbedder())
+        try:
+            await engine.store_many(documents(random.Random(7), 50))
+            page = await engine.fetch(FetchRequest(query="w1 w2", mode=FetchMode.KEYWORD, limit=5))
+            assert page.hits
+        finally:
+            engine.close()
+
+    asyncio.run(use())
+    assert not directory_of(file).exists()
