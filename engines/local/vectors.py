@@ -77,24 +77,29 @@ class Snapshot:
         same whatever the depth (a shallow read is the start of a deep one).
         """
         scores = self.scores(query)
-        mask = scores >= threshold
-        if self.live is not None:
-            mask &= self.live
+        keep = self.live
         if among is not None:
-            mask &= np.isin(self.items, among)
-        chosen = np.flatnonzero(mask)
-        window = min(len(chosen), max(depth * 2, 64))
+            keep = np.isin(self.items, among) if keep is None else keep & np.isin(self.items, among)
+        eligible = len(scores)
+        if keep is not None:
+            scores[~keep] = -np.inf  # below any threshold and any window's cutoff
+            eligible = int(np.count_nonzero(keep))
+        window = max(depth * 2, 64)
         while True:
-            top = chosen
-            if window < len(chosen):
-                cutoff = -np.partition(-scores[chosen], window - 1)[window - 1]
-                top = chosen[scores[chosen] >= cutoff]
+            # The window's cutoff from a partial sort of every score: no copy of the hundreds of thousands
+            # above the threshold (which cost more than the sort itself).
+            cutoff = threshold
+            if window < eligible:
+                cutoff = max(threshold, float(np.partition(scores, len(scores) - window)[len(scores) - window]))
+            top = np.flatnonzero(scores >= cutoff)
+            if keep is not None:
+                top = top[keep[top]]
             order = top[np.lexsort((self.rowids[top], -scores[top]))]
             _, first = np.unique(self.items[order], return_index=True)
             best = order[np.sort(first)][:depth]
-            if len(best) >= depth or window >= len(chosen):
+            if len(best) >= depth or cutoff <= threshold:
                 return self.items[best], self.rowids[best], scores[best]
-            window = min(len(chosen), window * 4)
+            window *= 4
 
     def vectors_of(self, passages: list[int]) -> NDArray[np.float32]:
         """The vectors of those of `passages` (rowids) that have one in this snapshot."""
@@ -201,6 +206,8 @@ class VectorIndex:
 
     def _map(self, path: Path) -> None:
         self._mapped = None
+        # New arrays: a search may still be reading the old file's through its snapshot.
+        self._seqs, self._rowids, self._items = (np.zeros(0, dtype=np.int64) for _ in range(3))
         self._size, self._live_at = 0, -1
         self._mapped = MappedFile(path)
 

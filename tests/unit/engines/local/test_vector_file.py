@@ -261,7 +261,7 @@ def appender(path: str, seed: int, rounds: int) -> str:
 def test_two_processes_appending_and_reading_one_file_stay_exact(conn: sqlite3.Connection, tmp_path: Path) -> None:
     path = str(tmp_path / "m.sqlite3")
     with multiprocessing.get_context("spawn").Pool(2) as pool:
-        results = pool.starmap(appender, [(path, 10, 40), (path, 11, 40)])
+        results = pool.starmap(appender, [(path, 10, 30), (path, 11, 30)])
     assert results == ["", ""]
     seqs = file_seqs(tmp_path / "m.sqlite3-vectors")
     assert len(set(seqs)) == len(seqs)
