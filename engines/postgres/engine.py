@@ -192,7 +192,10 @@ class PostgresEngine(MemoryEngine):
     async def _store(self, items: _Items) -> _Receipts:
         await self._open()
         prepared = [prepared_item(self._tenant, item, self._passage_chars) for item in items]
-        distinct = list({prep.id: prep for prep in reversed(prepared)}.values())[::-1]
+        firsts: dict[ItemId, PreparedItem] = {}
+        for prep in prepared:
+            firsts.setdefault(prep.id, prep)  # a later copy in the batch is a replay of the first
+        distinct = list(firsts.values())
         computed = await self._vectors(distinct) if embeds_quickly(self._embedder) else None
         written = await self._db.run(lambda conn: writes.insert_items(conn, distinct, computed))
         if written.queued:

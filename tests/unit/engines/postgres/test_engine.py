@@ -257,3 +257,11 @@ async def test_hits_carry_scores_and_vectors_are_unit_length(engine: PostgresEng
     with psycopg.connect(postgres_url) as conn:
         norms = [row[0] for row in conn.execute("SELECT vector_norm(embedding) FROM passage_vectors")]
     assert np.allclose(norms, 1.0, atol=1e-5)
+
+
+async def test_a_batch_is_listed_in_its_order_with_repeats_replayed(engine: PostgresEngine) -> None:
+    docs = [_doc(n) for n in range(5)]
+    receipts = await engine.store_many([docs[3], docs[1], docs[3], docs[4], docs[1]])
+    assert [r.replayed for r in receipts] == [False, False, True, False, True]
+    listed = await engine.list(ListRequest(limit=10))
+    assert [hit.id for hit in listed.items] == [receipts[0].id, receipts[1].id, receipts[3].id]
