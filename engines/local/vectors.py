@@ -237,13 +237,16 @@ class VectorIndex:
         assert self._mapped is not None
         if removed == self._mapped.clean_at():
             return None
-        if self._live_at != removed or self._live is None:
-            present = np.fromiter((r[0] for r in conn.execute("SELECT seq FROM passage_vectors")), dtype=np.int64)
-            self._live = np.isin(self._seqs[:size], present, assume_unique=True)
-            self._live_at = removed
-        elif len(self._live) < size:
+        if self._live_at != removed:
+            self._live_at, self._live = removed, None
+            # SQLite's vectors are all in the file's first `size` rows: as many means none of those was removed
+            # (a count on the small index of passages; the counter also moves for passages not yet embedded).
+            if conn.execute("SELECT count(*) FROM passage_vectors").fetchone()[0] != size:
+                present = np.fromiter((r[0] for r in conn.execute("SELECT seq FROM passage_vectors")), np.int64)
+                self._live = np.isin(self._seqs[:size], present, assume_unique=True)
+        elif self._live is not None and len(self._live) < size:
             self._live = np.concatenate([self._live, np.ones(size - len(self._live), dtype=np.bool_)])
-        return self._live[:size]
+        return None if self._live is None else self._live[:size]
 
     def _compacted(self, path: Path, live: NDArray[np.bool_], removed: int) -> bool:
         """Rewrite the file without its removed rows when they are many; whether it was rewritten."""

@@ -269,3 +269,21 @@ def test_two_processes_appending_and_reading_one_file_stay_exact(conn: sqlite3.C
     assert_exact(VectorIndex(IDENTITY, DIMENSIONS, block_rows=BLOCK), conn, np.random.default_rng(12))
     assert not list(tmp_path.glob("*.tmp"))
     assert os.path.exists(f"{path}-vectors.lock")
+
+
+def test_a_removal_that_took_no_vector_leaves_every_row_live(conn: sqlite3.Connection) -> None:
+    rng = np.random.default_rng(8)
+    seqs = add(conn, 100, rng)
+    index = VectorIndex(IDENTITY, DIMENSIONS, block_rows=BLOCK)
+    assert_exact(index, conn, rng)
+    with write_transaction(conn):  # an item stored without vectors yet, then removed: the counter moves
+        bump_deletions(conn)
+    snapshot = index.refresh(conn)
+    assert snapshot is not None
+    assert snapshot.live is None
+    remove(conn, seqs[:5])
+    snapshot = index.refresh(conn)
+    assert snapshot is not None
+    assert snapshot.live is not None
+    assert not set(snapshot.items[snapshot.live].tolist()) & set(seqs[:5])
+    assert_exact(index, conn, rng)
