@@ -69,12 +69,13 @@ def watermark(seqs: NDArray[np.int64]) -> int:
     return int(seqs[-1]) if len(seqs) else 0
 
 
-def problem(path: Path, expected: Header) -> tuple[str, bool] | None:
+def problem(conn: sqlite3.Connection, path: Path, expected: Header) -> tuple[str, bool] | None:
     """Why the file at `path` cannot be appended to as it is (and whether that deserves a warning); None
     when it can. `expected` names the embedder, dimensions and memory file it must have."""
     try:
         mapped = MappedFile(path)
-        watermark(np.concatenate([block.seqs for block in mapped.blocks(mapped.count())] or [np.zeros(0, np.int64)]))
+        blocks = mapped.blocks(mapped.count())
+        watermark(np.concatenate([block.seqs for block in blocks] or [np.zeros(0, np.int64)])[: mapped.count()])
     except FileNotFoundError:
         # A vector file once built leaves a mark in its lock file, which is never removed.
         if Path(f"{path}.lock").read_bytes():
@@ -87,16 +88,34 @@ def problem(path: Path, expected: Header) -> tuple[str, bool] | None:
         return f"of embedder {found.identity}, not {expected.identity}", False
     if found.dimensions != expected.dimensions:
         return f"of {found.dimensions} dimensions, not {expected.dimensions}", True
-    if found.database != expected.database:
+    if found.database != expected.database or not agrees(conn, mapped, mapped.count()):
         return "derived from another memory file (a copy, or one replaced)", True
     return None
+
+
+def agrees(conn: sqlite3.Connection, mapped: MappedFile, rows: int) -> bool:
+    """Whether the first `rows` rows of the file are this memory file's: the first, middle and last, read back
+    from SQLite, hold the same passages and vector bytes. A memory file deleted and made anew can get the old
+    one's inode back, and its seqs start over; its vectors are other ones."""
+    block_rows = mapped.header.block_rows
+    blocks = mapped.blocks(rows)
+    for row in sorted({0, rows // 2, rows - 1}) if rows else ():
+        block = blocks[row // block_rows]
+        at = row % block_rows
+        found = conn.execute(
+            "SELECT passage, vector FROM passage_vectors WHERE seq = ?", (int(block.seqs[at]),)
+        ).fetchone()
+        # A vector removed since cannot tell: the others do.
+        if found is not None and (found[0] != block.rowids[at] or found[1] != block.matrix[at].tobytes()):
+            return False
+    return True
 
 
 def sync(conn: sqlite3.Connection, path: Path, expected: Header, deletions: int, checked: int | None) -> None:
     """Bring the file at `path` up to what `conn`'s transaction sees (the caller holds the lock): rebuild it
     when it is unusable, else append the vectors above its watermark. `deletions` is the file's deletion
     counter in that transaction; `checked` the inode of a file the caller has found usable already."""
-    found = None if checked is not None and _inode(path) == checked else problem(path, expected)
+    found = None if checked is not None and _inode(path) == checked else problem(conn, path, expected)
     if found is not None:
         reason, warn = found
         held = int(conn.execute("SELECT count(*) FROM passage_vectors").fetchone()[0])

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from engines.contract import UnavailableError
 from engines.local.pending import deletions, recorded_embedder
 from engines.local.vector_file import BLOCK_ROWS, Header, MappedFile, UnreadableError
-from engines.local.vector_sync import clear_stale, compact, locked, memory_file, sync, vector_path, watermark
+from engines.local.vector_sync import agrees, clear_stale, compact, locked, memory_file, sync, vector_path, watermark
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class VectorIndex:
         removed = deletions(conn)
         path = self._path or self._locate(conn)
         for _ in range(_ATTEMPTS):
-            if self._caught_up(path, top):
+            if self._caught_up(conn, path, top):
                 size = int(np.searchsorted(self._seqs[: self._size], horizon, side="right"))
                 live = self._live_rows(conn, removed, size)
                 if live is None or not self._compacted(path, live, removed):
@@ -183,33 +183,34 @@ class VectorIndex:
         self._path = path
         return path
 
-    def _caught_up(self, path: Path, top: int) -> bool:
+    def _caught_up(self, conn: sqlite3.Connection, path: Path, top: int) -> bool:
         """Whether this view maps the file at `path`, sound and holding every row up to seq `top` (loading
         the ids of rows that arrived since); False when the file must be appended to or rebuilt first."""
         try:
-            if self._mapped is None or path.stat().st_ino != self._mapped.inode:
-                self._map(path)
             mapped = self._mapped
-            assert mapped is not None
-            header = mapped.header
-            if (header.identity, header.dimensions, header.database) != (
-                self.identity,
-                self.dimensions,
-                self._database,
-            ):
-                raise UnreadableError("another embedder's, or another memory file's")
+            if mapped is None or path.stat().st_ino != mapped.inode:
+                mapped = self._map(conn, path)
             self._load(mapped)
         except (FileNotFoundError, UnreadableError):
             self._mapped = None
             return False
         return watermark(self._seqs[self._size - 1 : self._size]) >= top
 
-    def _map(self, path: Path) -> None:
+    def _map(self, conn: sqlite3.Connection, path: Path) -> MappedFile:
+        """Map the file at `path` in place of the one mapped; UnreadableError when it is not this memory
+        file's, of this embedder."""
         self._mapped = None
         # New arrays: a search may still be reading the old file's through its snapshot.
         self._seqs, self._rowids, self._items = (np.zeros(0, dtype=np.int64) for _ in range(3))
         self._size, self._live_at = 0, -1
-        self._mapped = MappedFile(path)
+        mapped = MappedFile(path)
+        header = mapped.header
+        if (header.identity, header.dimensions, header.database) != (self.identity, self.dimensions, self._database):
+            raise UnreadableError("another embedder's, or another memory file's")
+        if not agrees(conn, mapped, mapped.count()):
+            raise UnreadableError("its rows are another memory file's")
+        self._mapped = mapped
+        return mapped
 
     def _load(self, mapped: MappedFile) -> None:
         """Read the ids of the rows committed since the last look into this process's arrays."""

@@ -287,3 +287,24 @@ def test_a_removal_that_took_no_vector_leaves_every_row_live(conn: sqlite3.Conne
     assert snapshot.live is not None
     assert not set(snapshot.items[snapshot.live].tolist()) & set(seqs[:5])
     assert_exact(index, conn, rng)
+
+
+def test_a_vector_file_left_by_a_removed_memory_file_is_not_taken_for_the_new_ones(
+    conn: sqlite3.Connection, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = np.random.default_rng(9)
+    add(conn, 100, rng)
+    assert_exact(VectorIndex(IDENTITY, DIMENSIONS, block_rows=BLOCK), conn, rng)
+    # A memory file made anew where one was removed, which got the old one's inode back (ext4 reuses them): its
+    # seqs start over, so only the vectors tell the old file's rows from its own.
+    fresh = tmp_path / "new"
+    fresh.mkdir()
+    other = connect(fresh / "m.sqlite3")
+    add(other, 100, rng)
+    stale = bytearray((tmp_path / "m.sqlite3-vectors").read_bytes())
+    stale[16:24] = (fresh / "m.sqlite3").stat().st_ino.to_bytes(8, "little")
+    (fresh / "m.sqlite3-vectors").write_bytes(bytes(stale))
+    with caplog.at_level(logging.WARNING):
+        assert_exact(VectorIndex(IDENTITY, DIMENSIONS, block_rows=BLOCK), other, rng)
+    assert [r for r in caplog.records if "another memory file" in r.getMessage()]
+    assert file_seqs(fresh / "m.sqlite3-vectors") == sqlite_seqs(other)
