@@ -21,9 +21,11 @@ into new arrays, and a replaced vector file stays mapped while a snapshot holds 
 from __future__ import annotations
 
 import logging
+import shutil
 import sqlite3
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,8 +176,10 @@ class VectorIndex:
 
     def _locate(self, conn: sqlite3.Connection) -> Path:
         memory = memory_file(conn)
-        if memory is None:  # a database in memory: a vector file of its own in a private folder
-            memory = Path(tempfile.mkdtemp(prefix="tm-vectors-")) / "memory"
+        if memory is None:  # a database in memory: a vector file of its own in a private folder, gone with it
+            folder = tempfile.mkdtemp(prefix="tm-vectors-")
+            weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+            memory = Path(folder) / "memory"
             memory.touch()
         path, self._database = vector_path(memory), memory.stat().st_ino
         with locked(path):

@@ -308,3 +308,10 @@ def test_a_vector_file_left_by_a_removed_memory_file_is_not_taken_for_the_new_on
         assert_exact(VectorIndex(IDENTITY, DIMENSIONS, block_rows=BLOCK), other, rng)
     assert [r for r in caplog.records if "another memory file" in r.getMessage()]
     assert file_seqs(fresh / "m.sqlite3-vectors") == sqlite_seqs(other)
+
+
+def test_a_database_in_memory_gets_a_private_vector_file() -> None:
+    conn = connect(Path(":memory:"))
+    rng = np.random.default_rng(10)
+    add(conn, 50, rng)
+    assert_exact(VectorIndex(IDENTITY, DIMENSIONS, block_rows=BLOCK), conn, rng)
