@@ -4,7 +4,7 @@
                                               [--floor-docs 3000] [--repeats 2] [--embedder static|hashing|minilm]
                                               [--tldr ../shared/corpus/tldr-pages]
                                               [--nfcorpus ../shared/corpus/ir/nfcorpus]
-                                              [--skip-write] [--skip-large] [--skip-quality]
+                                              [--skip-write] [--skip-large] [--skip-quality] [--skip-celery]
 
 Without `--endpoint` the run starts a private PostgreSQL 16 with pgvector 0.6 (pgserver, as the tests do) in a
 temporary folder: same machine, Unix socket, default settings. Each part uses a fresh database.
@@ -12,7 +12,8 @@ temporary folder: same machine, Unix socket, default settings. Each part uses a 
 1. The write path against its floor, in the same run: `store_many` (batches of 100, the hashing embedder, whose
    vectors are computed as items are stored, so every batch writes rows, tsvectors and vectors) against COPY of the
    same texts and the same vectors into a bare table with the same indexes (a GIN index on a stored generated
-   tsvector of the engine's text configuration, an HNSW cosine index on the vectors), 100 rows a COPY and a commit,
+   tsvector of the engine's text configuration, kept in the row as the engine keeps it, an HNSW cosine index on the
+   vectors), 100 rows a COPY and a commit,
    the vectors computed inside the floor's clock too. Batch by batch in turn, over `--repeats` runs; the texts are
    tldr-pages' common pages and the generated 2 KB documents of bench/engine_local.py. Target ratio >= 0.5.
 2. The large run: `--documents` generated documents (bench/engine_local.py's), stored with `--embedder`'s
@@ -24,6 +25,10 @@ temporary folder: same machine, Unix socket, default settings. Each part uses a 
 3. Search quality on real collections (bench/search_quality.py's NFCorpus and tldr known-item, held-out halves):
    nDCG@10 per mode of the PostgreSQL engine against the local engine with the same embedder, in the same run;
    target: hybrid within 0.01 of local's.
+4. The Celery backfill of tldr-pages' English pages (`pages/`, a folder source) through two workers
+   (`tinymemory worker --concurrency 1`, bench/_celery.py's pipeline on the local Redis, warmed first), into
+   PostgreSQL and into the local engine, one after the other in this run: seconds from the enqueue until every
+   planned unit is done, files a second, and the items each engine holds afterwards. `--skip-celery` leaves it out.
 """
 
 from __future__ import annotations
@@ -111,6 +116,8 @@ class FloorTable:
             f"CREATE TABLE floor (id bigserial PRIMARY KEY, body text NOT NULL, words tsvector GENERATED ALWAYS AS "
             f"(to_tsvector('{TEXT_CONFIG}', body)) STORED, embedding vector({dimensions}) NOT NULL)".encode()
         )
+        # Stored as the engine stores its tsvectors: in the row, not in TOAST.
+        self.conn.execute("ALTER TABLE floor ALTER COLUMN words SET STORAGE MAIN")
         self.conn.execute("CREATE INDEX floor_words ON floor USING gin (words)")
         self.conn.execute("CREATE INDEX floor_hnsw ON floor USING hnsw (embedding vector_cosine_ops)")
         self.conn.commit()
@@ -281,6 +288,51 @@ async def quality(url: str, collections: list[Collection], evaluate: object, mak
             )
 
 
+def page_count(pages: Path) -> int:
+    return sum(1 for _ in pages.rglob("*.md"))
+
+
+async def celery_backfill(url: str, pages: Path, embedder: str) -> None:
+    """tldr-pages through two Celery workers into each engine, side by side (needs Redis on its usual URL)."""
+    import os
+
+    from _celery import CeleryPipeline
+
+    files = page_count(pages)
+    for engine in ("local", "postgres"):
+        database = fresh_database(url) if engine == "postgres" else ""
+        settings = {
+            "TINYMEMORY_ENGINE": engine,
+            f"TINYMEMORY_ENGINES__{engine.upper()}__EMBEDDER__KIND": embedder,
+            **({"TINYMEMORY_ENGINES__POSTGRES__ENDPOINT": database} if database else {}),
+        }
+        saved = {name: os.environ.get(name) for name in settings}
+        os.environ.update(settings)
+        try:
+            with tempfile.TemporaryDirectory(prefix="tm-bench-celery-") as tmp, CeleryPipeline(Path(tmp), 2) as cluster:
+                cluster.start()
+                cluster.warm()
+                step = cluster.sync(cluster.add_folder("tldr", pages), within_s=3600)
+                if database:
+                    with psycopg.connect(database) as conn:
+                        row = conn.execute("SELECT count(*) FROM items").fetchone()
+                        items = int(row[0]) if row else 0
+                else:
+                    items = await cluster.items("tldr")
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+        print(
+            f"celery backfill {engine:8} {files:,} tldr pages through 2 workers: {step.seconds:.1f} s "
+            f"({files / step.seconds:,.0f} files/s), {items:,} items stored, {step.missing} units uncounted",
+            flush=True,
+        )
+        emit("postgres_celery", engine=engine, files=files, seconds=step.seconds, items=items)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--endpoint")
@@ -295,6 +347,7 @@ async def main() -> None:
     parser.add_argument("--skip-write", action="store_true")
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--skip-celery", action="store_true")
     args = parser.parse_args()
     rng = random.Random(33)
     with server(args.endpoint) as url:
@@ -311,6 +364,8 @@ async def main() -> None:
             if args.tldr.exists():
                 collections.append(tldr(args.tldr, args.tldr_queries))
             await quality(url, collections, evaluate, args.embedder)
+        if not args.skip_celery and (args.tldr / "pages").exists():
+            await celery_backfill(url, args.tldr / "pages", args.embedder)
 
 
 if __name__ == "__main__":
