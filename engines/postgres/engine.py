@@ -169,6 +169,11 @@ class PostgresEngine(MemoryEngine):
         await self._open()
         return await self._db.run(vectors.pending_count)
 
+    async def vector_progress(self) -> vectors.VectorProgress:
+        """The database's vector backlog (every process's work counted): a cheap read that starts no embedding."""
+        await self._open()
+        return await self._db.run(vectors.progress)
+
     async def wait_for_vectors(self, timeout_s: float = 60.0) -> bool:
         """Wait until no passage waits for its vector; False when `timeout_s` passed first."""
         deadline = time.monotonic() + timeout_s

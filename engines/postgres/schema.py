@@ -128,8 +128,10 @@ def vectors_table(dimensions: int) -> str:
     """The vectors' table and its HNSW index, for an embedder of `dimensions`."""
     return (
         "CREATE TABLE passage_vectors (passage bigint PRIMARY KEY REFERENCES passages (id) ON DELETE CASCADE, "
-        f"embedding vector({int(dimensions)}) NOT NULL);\n"
-        "CREATE INDEX passage_vectors_hnsw ON passage_vectors USING hnsw (embedding vector_cosine_ops)"
+        f"embedding vector({int(dimensions)}) NOT NULL, stored_at timestamptz NOT NULL DEFAULT clock_timestamp());\n"
+        "CREATE INDEX passage_vectors_hnsw ON passage_vectors USING hnsw (embedding vector_cosine_ops);\n"
+        # Rows arrive in time order, so a BRIN index answers "stored in the last minute" for the backlog's rate.
+        "CREATE INDEX passage_vectors_stored ON passage_vectors USING brin (stored_at)"
     )
 
 

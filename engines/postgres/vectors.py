@@ -14,6 +14,8 @@ a removal of their items waits for the batch instead of deadlocking with it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import psycopg
 from numpy.typing import NDArray
@@ -118,6 +120,31 @@ def has_pending(conn: psycopg.Connection) -> bool:
     return bool(row and row[0])
 
 
+RATE_WINDOW_S = 60
+"""The backlog's rate is measured over the vectors stored in the last minute, by every process."""
+MIN_SPAN_S = 5.0
+"""No rate is told before those vectors span this long: a batch or two say little of the pace."""
+
+
+@dataclass(frozen=True)
+class VectorProgress:
+    """The database's vector backlog: passages waiting, and vectors stored a second over the last minute (None
+    until that is known)."""
+
+    waiting: int
+    rate_per_s: float | None
+
+
+def progress(conn: psycopg.Connection) -> VectorProgress:
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM pending_vectors), count(*), extract(epoch FROM now() - min(stored_at)) "
+        f"FROM passage_vectors WHERE stored_at > now() - interval '{RATE_WINDOW_S} seconds'"
+    ).fetchone()
+    waiting, recent, span = row if row else (0, 0, None)
+    rate = recent / float(span) if recent and span is not None and float(span) >= MIN_SPAN_S else None
+    return VectorProgress(int(waiting), rate)
+
+
 def pending_count(conn: psycopg.Connection) -> int:
     row = conn.execute("SELECT count(*) FROM pending_vectors").fetchone()
     return int(row[0]) if row else 0
@@ -157,11 +184,13 @@ def finish(conn: psycopg.Connection, passages: list[int], vectors: Vectors) -> N
 
 __all__ = [
     "Claimed",
+    "VectorProgress",
     "claim",
     "finish",
     "has_pending",
     "pending_count",
     "pending_items",
+    "progress",
     "vector_ranking",
     "vectors_of",
 ]

@@ -265,3 +265,16 @@ async def test_a_batch_is_listed_in_its_order_with_repeats_replayed(engine: Post
     assert [r.replayed for r in receipts] == [False, False, True, False, True]
     listed = await engine.list(ListRequest(limit=10))
     assert [hit.id for hit in listed.items] == [receipts[0].id, receipts[1].id, receipts[3].id]
+
+
+async def test_the_vector_backlog_is_read_for_a_status(postgres_url: str) -> None:
+    from worker.control import vector_backlog
+
+    engine = PostgresEngine(postgres_url, embedder=CountingEmbedder())
+    try:
+        engine._backlog.close()  # nothing embeds: the stored passages wait
+        await engine.store_many([_doc(n) for n in range(3)])
+        status = await vector_backlog(engine)
+        assert status is not None and status.waiting == 3 and status.rate_per_s is None
+    finally:
+        engine.close()
