@@ -110,7 +110,7 @@ class Postings:
         # A small file is FTS5's alone: no index and no thread (until it grows, or another process built one).
         if path is None or (passage_seq(conn) < self._index_from and not directory_of(path).exists()):
             return None
-        state = _State(path, self._tokenizer, self._index_from, self._quiet_s)
+        state = _State(path, self._index_from, self._quiet_s)
         with self._lock:
             if self._state is None and not self._closed:
                 self._state = state
@@ -131,11 +131,12 @@ def _file_of(conn: sqlite3.Connection) -> Path | None:
 class _State:
     """The index of one file: the searcher in use, and the thread that catches it up."""
 
-    def __init__(self, path: Path, tokenizer: Tokenizer, index_from: int, quiet_s: float) -> None:
+    def __init__(self, path: Path, index_from: int, quiet_s: float) -> None:
         self.path = path
         self.directory = directory_of(path)
         self.wake = threading.Event()
-        self._tokenizer = tokenizer
+        # Its own: a search never waits for a catch-up's batch to cut a query word.
+        self._tokenizer = Tokenizer()
         self._index_from = index_from
         self._quiet_s = quiet_s
         self.stopping = threading.Event()
