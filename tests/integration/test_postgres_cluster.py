@@ -127,7 +127,7 @@ def test_two_workers_and_the_watcher_share_one_database(
 def test_writers_killed_mid_batch_lose_and_duplicate_nothing(
     cluster: PostgresCluster, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    files = 800
+    files = 600
     folder = tmp_path / "notes"
     write_notes(folder, files)
     cluster.add_folder("notes", folder)
@@ -151,7 +151,7 @@ def test_writers_killed_mid_batch_lose_and_duplicate_nothing(
 def test_the_database_restarted_during_a_backfill_loses_nothing(
     cluster: PostgresCluster, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    files = 600
+    files = 400
     folder = tmp_path / "notes"
     write_notes(folder, files)
     cluster.add_folder("notes", folder)
@@ -161,7 +161,7 @@ def test_the_database_restarted_during_a_backfill_loses_nothing(
     server = postgres.shared_server()
     server.stop()
     stopped_at = cluster.committed("notes")
-    time.sleep(3)
+    time.sleep(2)
     server.start()
     assert stopped_at < files, "the backfill ended before the restart: the test proves nothing"
     cluster.wait_done("notes", files, within_s=240)
