@@ -142,7 +142,13 @@ def idf(total: int, holding: int) -> float:
 
 
 def keyword_ranking(conn: psycopg.Connection, stats: KeywordStats, where: Where, query: str, want: int) -> list[Ranked]:
-    """Items whose passages hold a word of `query` (stop words aside), best passage's BM25 first."""
+    """Items whose passages hold a word of `query` (stop words aside), best passage's BM25 first.
+
+    Only passages holding one of the query's rarer terms are scored, as long as that provably gives the same
+    ranking (MaxScore, Turtle and Flood 1995): a term adds at most idf * (k1 + 1) to a passage's score, so once the
+    `want`-th item found among the passages holding the rarer terms scores more than the common terms' bounds
+    together, no passage holding only common terms can enter the ranking. A common term's passages, the most of a
+    keyword read, are then never visited; when the bound does not hold, the next rarest term joins the scan."""
     words = search_words(query)
     terms = stats.lexemes(conn, words) if words else []
     if not terms or want < 1:
@@ -152,11 +158,19 @@ def keyword_ranking(conn: psycopg.Connection, stats: KeywordStats, where: Where,
     weights = [idf(total, frequency[t]) for t in terms]
     length = K1 * B / average if average > 0 else 0.0
     clause, params = sql_of(where)
-    rows = conn.execute(
-        _RANK.format(k1_plus=K1 + 1, zeta=ZETA_2, scale=ZETA_2 / TS_RANK_WEIGHT, where=clause).encode(),
-        ([_tsquery([t]) for t in terms], weights, length, K1 * (1 - B), _tsquery(terms), *params, want),
-    ).fetchall()
-    return [Ranked(int(seq), int(passage), float(score or 0.0)) for seq, passage, score in rows]
+    statement = _RANK.format(k1_plus=K1 + 1, zeta=ZETA_2, scale=ZETA_2 / TS_RANK_WEIGHT, where=clause).encode()
+    rarest_first = sorted(range(len(terms)), key=lambda n: (-weights[n], n))
+    for scanned in range(1, len(terms) + 1):
+        essential = [terms[n] for n in rarest_first[:scanned]]
+        bound = (K1 + 1) * sum(weights[n] for n in rarest_first[scanned:])
+        rows = conn.execute(
+            statement,
+            ([_tsquery([t]) for t in terms], weights, length, K1 * (1 - B), _tsquery(essential), *params, want),
+        ).fetchall()
+        ranked = [Ranked(int(seq), int(passage), float(score or 0.0)) for seq, passage, score in rows]
+        if scanned == len(terms) or (len(ranked) >= want and ranked[want - 1].score > bound):
+            return ranked
+    return []  # not reached: the last round scans every term
 
 
 __all__ = ["KeywordStats", "idf", "informative", "keyword_ranking"]

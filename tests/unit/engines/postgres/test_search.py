@@ -28,6 +28,7 @@ QUERIES = [
     "cafe resume",
     "schema migrations rollback",
     "worker queue",
+    "deploying résumé",  # one of the commonest words and one of the rarest: the rare one's passages suffice
 ]
 DOCUMENTS = 240
 
