@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import secrets
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,11 +31,17 @@ GRAPH_VERSION = 1
 
 
 def default_cache_dir() -> Path:
-    """`$TINYMEMORY_MODEL_CACHE`, else `$XDG_CACHE_HOME/tinymemory`, else `~/.cache/tinymemory`."""
+    """`$TINYMEMORY_MODEL_CACHE`, else `$XDG_CACHE_HOME/tinymemory`, else `~/.cache/tinymemory` (a user
+    without a home folder: the temporary folder's `tinymemory-cache`)."""
     named = os.environ.get(CACHE_ENV)
     if named:
         return Path(named)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no HOME and no passwd entry (a bare container's user)
+            return Path(tempfile.gettempdir()) / "tinymemory-cache"
     return Path(base) / "tinymemory"
 
 

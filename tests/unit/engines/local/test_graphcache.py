@@ -85,6 +85,9 @@ def test_the_cache_folder_follows_the_environment(tmp_path: Path, monkeypatch: p
     monkeypatch.delenv(graphcache.CACHE_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert graphcache.default_cache_dir() == tmp_path / "xdg" / "tinymemory"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert graphcache.default_cache_dir() == tmp_path / "home" / ".cache" / "tinymemory"
 
 
 def test_the_embedder_loads_the_kept_graph_and_rebuilds_a_damaged_one(
