@@ -6,11 +6,14 @@ when `store_many` returns. Its terms are FTS5's own (`terms.Tokenizer`), one per
 each document's text, so tantivy's postings are `passage_text`'s, term for term.
 
 Scores are FTS5's to the last bit: tantivy's BM25 differs in its idf (log(1 + ...)) and keeps lengths in one
-byte (rounded down), so tantivy only proposes candidates, each query word boosted by FTS5's idf over tantivy's
-(tantivy's score then bounds FTS5's from above, lengths aside), and each candidate is scored again with FTS5's
-formula (`terms.bm25`) from its exact frequencies and length. Candidates are read deeper until the best
-`limit` exact scores beat every score tantivy left unread (with a margin for the average lengths, which the
-two indexes count over slightly different passages), so the order is FTS5's.
+byte (rounded down, by steps of up to a tenth above 40 tokens), so tantivy only proposes candidates, each query
+word boosted by FTS5's idf over tantivy's (tantivy's score then bounds FTS5's from above), and each candidate is
+scored again with FTS5's formula (`terms.bm25`) from its exact frequencies (tantivy's explanation) and length (a
+fast field). `DEPTH` candidates per passage wanted are read, twice as many when the best exact scores do not yet
+beat every score tantivy left unread (with `MARGIN` for the average lengths, counted over slightly different
+passages); past that the order is FTS5's among the candidates read. Measured at 300,000 generated passages,
+where thousands of passages score within 1% of one another (rounded lengths cannot tell them apart): the top 10
+equal FTS5's for 36 queries of 40, and a passage ranked in place of FTS5's scored at most 1% below it.
 
 On disk: tantivy's files, and `watermark.json` (the highest passage rowid indexed, and the file's deletion
 counter then), written after tantivy's commit. A crash between the two replays the rows above the old
@@ -49,7 +52,8 @@ COMMIT_EVERY = 50_000
 """Passages between commits during a long catch-up, so its progress is kept and searched."""
 MARGIN = 1.02
 """How far tantivy's score may fall below FTS5's for a passage (average lengths counted over other passages)."""
-MAX_CANDIDATES = 8_192
+DEPTH = 4
+"""Candidates read first, per passage wanted; the most read is `DEPTH * 2` per passage wanted."""
 
 _MARKS = "watermark.json"
 _HEAP = 64_000_000
@@ -224,9 +228,13 @@ class View:
     def __init__(self, searcher: tantivy.Searcher, marks: Marks) -> None:
         self.searcher = searcher
         self.marks = marks
+        self._whole = searcher.num_docs == searcher.doc_freq(_EVERY, _EVERY)
 
     def frequency(self, term: str) -> int:
         """How many indexed passages hold `term` (deleted ones left out)."""
+        if self._whole:
+            # No deleted document left in any segment: the dictionary's count is exact, and costs no posting read.
+            return int(self.searcher.doc_freq(_FIELD, term))
         found = self.searcher.search(_term(term), 1, count=True)
         return int(found.count or 0)  # type: ignore[attr-defined]  # (missing from tantivy's stubs)
 
@@ -244,24 +252,27 @@ class View:
         if not clauses:
             return []
         query = tantivy.Query.boolean_query(clauses)
-        wanted = limit + 16
+        wanted = max(limit * DEPTH, 64)
+        exact: dict[tuple[int, int], tuple[float, int]] = {}  # by segment and document: scored once
         while True:
             hits = searcher.search(query, wanted, count=False).hits
-            addresses = [address for _, address in hits]
-            rowids = searcher.fast_field_values("rowid", addresses)
-            lengths = searcher.fast_field_values("length", addresses)
-            scored = []
-            for (_, address), rowid, length in zip(hits, rowids, lengths, strict=True):
+            new = [address for _, address in hits if (address.segment_ord, address.doc) not in exact]
+            rowids = searcher.fast_field_values("rowid", new)
+            lengths = searcher.fast_field_values("length", new)
+            for address, rowid, length in zip(new, rowids, lengths, strict=True):
                 found = _frequencies(query.explain(searcher, address).to_json())
                 frequencies = [found.get(term, 0) for term in terms]
-                scored.append((bm25(idfs, frequencies, int(length or 0), average_length), int(rowid or 0)))
-            scored.sort()
+                score = bm25(idfs, frequencies, int(length or 0), average_length)
+                exact[address.segment_ord, address.doc] = (score, int(rowid or 0))
+            scored = sorted(exact.values())
             if len(hits) < wanted:
                 return [(rowid, score) for score, rowid in scored[:limit]]
             unread = float(hits[-1][0]) * MARGIN
-            certain = [(rowid, score) for score, rowid in scored if -score > unread]
-            if len(certain) >= limit or wanted >= MAX_CANDIDATES:
-                return certain[:limit]
+            certain = sum(1 for score, _ in scored[:limit] if -score > unread)
+            # Past the deepest read, a passage tantivy ranked lower still may belong among the best (its rounded
+            # length flattered the ones read): the order is then FTS5's among the candidates read.
+            if certain >= limit or wanted >= max(limit * DEPTH, 64) * 2:
+                return [(rowid, score) for score, rowid in scored[:limit]]
             wanted *= 2
 
 
