@@ -189,11 +189,11 @@ def _add_above(
         if not rows:
             break
         texts = list(indexed_texts(rows))
-        for (passage, _), terms in zip(texts, tokenizer.counts([text for _, text in texts]), strict=True):
+        for (passage, _), terms in zip(texts, tokenizer.terms([text for _, text in texts]), strict=True):
             doc = tantivy.Document()
             doc.add_integer("rowid", passage)
-            doc.add_unsigned("length", sum(count for _, count in terms))
-            doc.add_text(_FIELD, " ".join(" ".join([term] * count) for term, count in terms))
+            doc.add_unsigned("length", len(terms))
+            doc.add_text(_FIELD, " ".join(terms))
             doc.add_text(_EVERY, _EVERY)
             writer.add_document(doc)
         rowid, uncommitted = texts[-1][0], uncommitted + len(texts)

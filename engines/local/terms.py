@@ -51,6 +51,10 @@ class Tokenizer:
     def counts(self, texts: Sequence[str]) -> list[TermCounts]:
         """Each text's terms with their frequencies, in term order; their sum is the text's length as FTS5
         measures it."""
+        return [sorted(Counter(terms).items()) for terms in self.terms(texts)]
+
+    def terms(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's terms, one per token FTS5 makes of it (in the order of its pieces)."""
         split = [text.split() for text in texts]
         with self._lock:
             pieces = self._pieces
@@ -59,8 +63,7 @@ class Tokenizer:
                 if len(pieces) + len(new) > self._remembered:
                     pieces.clear()
                 pieces.update(self._cut(list(new)))
-            cut = [list(chain.from_iterable(map(pieces.__getitem__, pieces_of))) for pieces_of in split]
-        return [sorted(Counter(terms).items()) for terms in cut]
+            return [list(chain.from_iterable(map(pieces.__getitem__, pieces_of))) for pieces_of in split]
 
     def _cut(self, pieces: list[str]) -> dict[str, tuple[str, ...]]:
         """The terms of each piece, as FTS5 makes them (in no particular order)."""
