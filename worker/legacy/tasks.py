@@ -74,7 +74,8 @@ def queue_legacy_import(app: Celery, settings: Settings, request: LegacyImportRe
     queued = fresh if again is None else again.model_copy(update={"status": "queued", "error": None})
     records.put(queued)
     _send(app, pinned)
-    return records.require(record_id)
+    # The record as queued: read back, it may already say `running` (a worker was quicker than this return).
+    return queued
 
 
 def run_slice(task: Task[Any, None], request: LegacyImportRequest) -> None:
