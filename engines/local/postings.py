@@ -39,6 +39,7 @@ QUIET_S = 2.0
 """How long the file must have gone unwritten before a catch-up starts."""
 STALE_S = 60.0
 """A catch-up older than this runs even while writes go on."""
+RETRY_S = 30.0
 _NICENESS = 10
 _WORDS = 100_000
 
@@ -202,14 +203,20 @@ class _State:
                 self.wake.clear()
                 if self.stopping.is_set() or not self.path.exists():
                     return
-                if conn is None:
-                    conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=60)
-                if self._due(conn, time.monotonic() - last):
-                    self._catch_up(conn)
-                    last = time.monotonic()
-        except Exception:
-            if not self.stopping.is_set():
-                logger.exception("keyword index %s: catching up failed", self.directory)
+                try:
+                    if conn is None:
+                        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=60)
+                    if self._due(conn, time.monotonic() - last):
+                        self._catch_up(conn)
+                        last = time.monotonic()
+                except Exception:
+                    # A full disk, a file being replaced, a bug: FTS5 answers meanwhile; try again later.
+                    if self.stopping.is_set():
+                        return
+                    logger.exception(
+                        "keyword index %s: catching up failed; trying again in %.0f s", self.directory, RETRY_S
+                    )
+                    self.stopping.wait(RETRY_S)
         finally:
             if conn is not None:
                 conn.close()
