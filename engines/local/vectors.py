@@ -2,7 +2,9 @@
 
 The vectors live in SQLite (`passage_vectors`), and a copy in the vector file beside it (`vector_file`),
 which the host's processes share through the page cache instead of each loading its own: a process opening
-a file of 300,000 passages maps it and reads 24 bytes a row (seqs, rowids, item seqs), not 460 MB of vectors.
+a file of 300,000 passages maps it and reads 24 bytes a row (seqs, rowids, item seqs), not every vector
+(measured at 256 dimensions: 0.08 s to the first snapshot against 7.8 s loading them, and a fresh process's
+peak RSS 405 MiB against 1,290 MiB).
 Other processes write the file, and vectors arrive after their passages (the backlog embeds them later), so
 before each search `refresh` has the vector file catch up with what SQLite shows (`vector_sync`), and loads
 the new rows' ids. Only vectors of this process's embedder are searched: when the file names another, none.
