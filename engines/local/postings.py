@@ -4,7 +4,8 @@ FTS5 scores every posting of every query word: 239 ms at the 95th percentile for
 passages. The derived index skips postings, so an engine searches it once the file holds `INDEX_FROM_PASSAGES`
 passages (below that FTS5 alone answers within a few milliseconds, and no index is written beside the file).
 
-A thread of the engine, at a lower priority, brings the index up to the file: when a search finds passages
+A thread of the engine (started by the first search of a file that large, stopped by `close()`), at a lower
+priority, brings the index up to the file: when a search finds passages
 above the watermark, and at least every `ROUND_S`. It waits while the file is being written (a backfill goes at
 FTS5's pace, not slowed by indexing; FTS5 answers for the tail meanwhile) unless the last catch-up is
 `STALE_S` old. An index deleted from disk, or found torn, is rebuilt with a warning; searches use FTS5 until it
