@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import random
 import shutil
 import sqlite3
@@ -107,10 +108,12 @@ def vocabulary(rng: random.Random, size: int = 20_000) -> list[str]:
 
 
 def documents(count: int, words: list[str], rng: random.Random) -> list[Document]:
-    weights = [1 / (rank + 1) for rank in range(len(words))]
+    # The running sums once (`choices` given plain weights sums them again at every call: 20,000 additions
+    # a document); the same draws as before.
+    cumulative = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(words))))
     docs = []
     for n in range(count):
-        text = " ".join(rng.choices(words, weights=weights, k=330))
+        text = " ".join(rng.choices(words, cum_weights=cumulative, k=330))
         meta = MemoryMeta(workspace=f"ws-{n % 10}", folder=f"/notes/{n % 100}", file_path=f"/notes/{n % 100}/{n}.md")
         docs.append(Document.from_text(text[:2048], meta=meta, title=f"Note {n}"))
     return docs
