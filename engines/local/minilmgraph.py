@@ -19,6 +19,7 @@ right, as the embedder pads); its output is `last_hidden_state`, as the shipped 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -88,16 +89,15 @@ def _build(weights: Weights) -> tuple[Any, Weights]:
     initializers: Weights = {}
 
     def weight(name: str) -> str:
-        if name not in weights:
-            raise GraphError(f"the model has no {name}")
-        initializers[name] = weights[name]
+        """`name`, its tensor now one of the graph's initializers."""
+        initializers[name] = _tensor(weights, name)
         return name
 
     embeddings = f"{prefix}embeddings."
     # Token type 0 is every passage's: its row is added to the positions' once, here, instead of per token.
     initializers["positions"] = (
-        weights[weight(embeddings + "position_embeddings.weight")]
-        + weights[weight(embeddings + "token_type_embeddings.weight")][0]
+        _tensor(weights, embeddings + "position_embeddings.weight")
+        + _tensor(weights, embeddings + "token_type_embeddings.weight")[0]
     )
     graph.node.append(
         node(
@@ -118,14 +118,13 @@ def _build(weights: Weights) -> tuple[Any, Weights]:
     return model, initializers
 
 
-def _layer(at: str, index: int, weights: Weights, initializers: Weights, weight: Any) -> list[Any]:
+def _layer(at: str, index: int, weights: Weights, initializers: Weights, weight: Callable[[str], str]) -> list[Any]:
     """One encoder layer's nodes, from `hidden_{index}` to `hidden_{index + 1}`."""
     into, mid, out = f"hidden_{index}", f"attended_{index}", f"hidden_{index + 1}"
     parts = [f"{at}attention.self.{part}" for part in ("query", "key", "value")]
-    initializers[f"{at}qkv.weight"] = np.concatenate([weights[weight(p + ".weight")] for p in parts], axis=1)
-    initializers[f"{at}qkv.bias"] = np.concatenate([weights[weight(p + ".bias")] for p in parts])
-    for p in parts:  # only the packed copies go into the file
-        del initializers[p + ".weight"], initializers[p + ".bias"]
+    # Query, key and value packed side by side: one product instead of three.
+    initializers[f"{at}qkv.weight"] = np.concatenate([_tensor(weights, p + ".weight") for p in parts], axis=1)
+    initializers[f"{at}qkv.bias"] = np.concatenate([_tensor(weights, p + ".bias") for p in parts])
     norm = {"epsilon": EPSILON}
     return [
         node("Attention", [into, f"{at}qkv.weight", f"{at}qkv.bias", "lengths"], [f"context_{index}"], _CONTRIB,
@@ -144,6 +143,12 @@ def _layer(at: str, index: int, weights: Weights, initializers: Weights, weight:
               weight(f"{at}output.dense.bias")],
              [out], _CONTRIB, **norm),
     ]  # fmt: skip
+
+
+def _tensor(weights: Weights, name: str) -> NDArray[np.float32]:
+    if name not in weights:
+        raise GraphError(f"the model has no {name}")
+    return weights[name]
 
 
 def _prefix(weights: Weights) -> str:
