@@ -153,6 +153,8 @@ class LocalEngine(MemoryEngine):
 
     def close(self) -> None:
         self._backlog.close()
+        if self._rankers.postings is not None:
+            self._rankers.postings.close()  # its catch-up thread, which would otherwise wait for collection
         self._db.close()
 
     async def health(self) -> EngineHealth:
@@ -186,6 +188,15 @@ class LocalEngine(MemoryEngine):
             self._backlog.notify()
             await asyncio.sleep(0.02)
         return True
+
+    async def wait_for_keyword_index(self, timeout_s: float = 600.0) -> bool:
+        """Wait until the derived keyword index holds every passage (True at once for a file too small to have
+        one); False when `timeout_s` passed first. Searches never wait for it (FTS5 answers what it lacks): this
+        is for benchmarks that mean to measure the index itself."""
+        postings = self._rankers.postings
+        if postings is None:
+            return True
+        return await self._db.read(lambda conn: postings.wait_caught_up(conn, timeout_s))
 
     async def _open(self) -> None:
         """Settle the file's embedder (adopting it, and queueing a re-embedding, when it is another's)

@@ -8,6 +8,7 @@ import logging
 import random
 import shutil
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -234,8 +235,23 @@ def test_a_small_file_is_fts5s_alone(tmp_path: Path, monkeypatch: pytest.MonkeyP
             await engine.store_many(documents(random.Random(7), 50))
             page = await engine.fetch(FetchRequest(query="w1 w2", mode=FetchMode.KEYWORD, limit=5))
             assert page.hits
+            assert await engine.wait_for_keyword_index(timeout_s=30)  # nothing to wait for: True at once
         finally:
             engine.close()
 
     asyncio.run(use())
     assert not directory_of(file).exists()
+
+
+def test_an_engine_waits_for_its_index_and_closing_stops_the_catch_up(path: Path) -> None:
+    async def use() -> None:
+        engine = LocalEngine(path, embedder=HashingEmbedder())
+        try:
+            await engine.fetch(FetchRequest(query="w1 w2", mode=FetchMode.KEYWORD, limit=5))
+            assert await engine.wait_for_keyword_index(timeout_s=60)
+            assert directory_of(path).exists()
+        finally:
+            engine.close()
+
+    asyncio.run(use())
+    assert not [t for t in threading.enumerate() if t.name == "tm-local-keyword"], threading.enumerate()
