@@ -2,9 +2,11 @@
 
 `ts_rank` is not BM25 (no inverse document frequency, no length normalisation against the average), so the
 ranking is computed from the statistics BM25 needs: each passage's length (`passages.tokens`), each term's
-frequency in a passage (its positions in the passage's tsvector), the number of passages holding each term
-(counted on the GIN index) and the passages' count and average length. The formula is FTS5's `bm25()` (k1 1.2,
-b 0.75, an inverse document frequency of at most 1e-6 for a term in half the passages or more), so the two
+frequency in a passage (read back from `ts_rank` of the term alone, which for an unweighted lexeme is
+0.1 * (1 + 1/4 + ... + 1/tf²) / (π²/6), so tf = round(1 / (π²/6 - 10 (π²/6) rank) - 0.5): one lookup a term,
+where unnesting the tsvector read all of it), the number of passages holding each term (counted on the GIN index)
+and the passages' count and average length. The formula is FTS5's `bm25()` (k1 1.2, b 0.75, an inverse document
+frequency floored at 1e-6 for a term in half the passages or more), so the two
 engines score alike; the words are the local engine's (`search_words`: its stop words left out of a query) and
 Porter-stemmed as its index stems them (`schema.TEXT_CONFIG`).
 
