@@ -56,7 +56,10 @@ def _kill_pool_processes(cluster: Cluster, rng: random.Random, files: int) -> tu
             continue
         children = [pid for worker in cluster.workers for pid in worker_children(worker)]
         if children:
-            os.kill(rng.choice(children), signal.SIGKILL)  # the worker respawns it; its task is redelivered
+            try:
+                os.kill(rng.choice(children), signal.SIGKILL)  # the worker respawns it; its task is redelivered
+            except ProcessLookupError:  # it ended between the listing and the kill: choose again
+                continue
             kills.append(committed)
             last_kill_ms = redis_ms(cluster)
         time.sleep(rng.uniform(0.3, 0.9))

@@ -10,6 +10,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
@@ -257,11 +258,14 @@ async def test_every_process_reads_the_file_s_backlog_and_rate(tmp_path: Path, g
         assert await engine.wait_for_vectors(timeout_s=20)
         after = await other.vector_progress()
         assert (after.waiting, after.embedded) == (0, 5)
+        # The stamp follows the save that emptied the backlog, in a transaction of its own: wait for it.
+        deadline = time.monotonic() + 20
+        stamped = "SELECT value FROM settings WHERE key = ?"
         with closing(sqlite3.connect(path)) as conn:
-            stamps = json.loads(
-                conn.execute("SELECT value FROM settings WHERE key = ?", (progress.STAMPS_KEY,)).fetchone()[0]
-            )
-        assert stamps and stamps[-1][1] == 5  # the last stamp counts every vector stored
+            while (row := conn.execute(stamped, (progress.STAMPS_KEY,)).fetchone()) is None:
+                assert time.monotonic() < deadline, "no stamp was written"
+                time.sleep(0.02)
+        assert json.loads(row[0])[-1][1] == 5  # the last stamp counts every vector stored
     finally:
         other.close()
         engine.close()
