@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -130,3 +130,16 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def masked_endpoint(endpoint: str) -> str:
+    """The endpoint as messages, logs and printed settings may show it: a password in it replaced by `***`."""
+    try:
+        parts = urlsplit(endpoint)
+        password = parts.password
+    except ValueError:
+        return "(an endpoint that is not a URL)"
+    if password is None:
+        return endpoint
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))

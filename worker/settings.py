@@ -23,7 +23,7 @@ from pydantic_settings import (
 
 from engines.contract import ConfigError
 from engines.registry import MemoryConfig
-from engines.settings import EngineCredential, EngineSettings
+from engines.settings import EngineCredential, EngineSettings, masked_endpoint
 from pipeline.convert import OcrSettings
 
 _CONFIG_FILE: contextvars.ContextVar[str | None] = contextvars.ContextVar("tinymemory_config_file", default=None)
@@ -159,5 +159,10 @@ class Settings(BaseSettings):
         return EngineCredential.of(key) if key else EngineCredential.none()
 
     def printable(self) -> dict[str, Any]:
-        """The settings as JSON-ready data with every secret masked."""
-        return self.model_dump(mode="json")
+        """The settings as JSON-ready data with every secret masked: the `SecretStr` fields, and a password
+        written into an engine's endpoint (`postgresql://user:password@host/db`)."""
+        shown = self.model_dump(mode="json")
+        for engine in shown.get("engines", {}).values():
+            if engine.get("endpoint"):
+                engine["endpoint"] = masked_endpoint(engine["endpoint"])
+        return shown

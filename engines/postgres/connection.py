@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engines.contract import ConfigError, EngineError, Error, UnauthorizedError, UnavailableError
+from engines.settings import masked_endpoint
 
 T = TypeVar("T")
 
@@ -41,33 +41,20 @@ _TRANSIENT_STATES = ("40001", "40P01", "55P03")
 _AUTH_STATES = ("28000", "28P01")
 
 
-def masked(endpoint: str) -> str:
-    """The endpoint as messages and logs may show it: any password in it replaced by `***`."""
-    try:
-        parts = urlsplit(endpoint)
-    except ValueError:
-        return "(an endpoint that is not a URL)"
-    if parts.password is None:
-        return endpoint
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
-
-
 def check_endpoint(endpoint: str) -> str:
     """The endpoint, trimmed, when it is a `postgresql://` URL (or `postgres://`)."""
     url = endpoint.strip()
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme not in ("postgresql", "postgres"):
         raise ConfigError(
-            f'engine "postgres" needs a postgresql://user@host:5432/database endpoint, not {masked(url)!r}'
+            f'engine "postgres" needs a postgresql://user@host:5432/database endpoint, not {masked_endpoint(url)!r}'
         )
     return url
 
 
 def translated(err: BaseException, endpoint: str) -> Error:
     """The contract error for a psycopg (or pool) failure talking to `endpoint`."""
-    where = masked(endpoint)
+    where = masked_endpoint(endpoint)
     if isinstance(err, PoolTimeout):
         return UnavailableError(f"postgresql at {where} gave no connection in time (is it running and reachable?)")
     state = getattr(err, "sqlstate", None) or ""
@@ -155,4 +142,4 @@ class Database:
         return await asyncio.to_thread(self.run_now, work)
 
 
-__all__ = ["Database", "check_endpoint", "masked", "translated"]
+__all__ = ["Database", "check_endpoint", "translated"]

@@ -54,10 +54,11 @@ from engines.local.rows import PreparedItem
 from engines.local.where import Where, add_erase_scope, add_reach, filter_where, kinds_where
 from engines.postgres import reads, vectors, writes
 from engines.postgres.backlog import VectorBacklog, embed_batch
-from engines.postgres.connection import Database, masked, translated
+from engines.postgres.connection import Database, translated
 from engines.postgres.keyword import KeywordStats
 from engines.postgres.ranking import rank
 from engines.postgres.schema import ensure_schema
+from engines.settings import masked_endpoint
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class PostgresEngine(MemoryEngine):
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
     ) -> None:
         self._db = Database(endpoint, password)
-        self._where = masked(endpoint)
+        self._where = masked_endpoint(endpoint)
         self._tenant = tenant or ""
         self._embedder = embedder or MiniLMEmbedder()
         self._chat = chat

@@ -9,9 +9,9 @@ from pydantic import SecretStr
 from engines.contract import ConfigError, UnavailableError
 from engines.local.factory import build_embedder
 from engines.local.openai import ChatSynthesizer, Endpoint
-from engines.postgres.connection import check_endpoint, masked
+from engines.postgres.connection import check_endpoint
 from engines.postgres.engine import DESCRIPTOR, PostgresEngine
-from engines.settings import EngineCredential, EngineSettings
+from engines.settings import EngineCredential, EngineSettings, masked_endpoint
 from engines.settings import check_endpoint as check_http_endpoint
 
 __all__ = ["DESCRIPTOR", "build"]
@@ -45,5 +45,6 @@ def build(settings: EngineSettings, credential: EngineCredential) -> PostgresEng
     try:
         engine.settle()
     except UnavailableError as err:
-        logger.warning("postgresql at %s is not reachable yet (%s); the first call settles it", masked(url), err)
+        where = masked_endpoint(url)
+        logger.warning("postgresql at %s is not reachable yet (%s); the first call settles it", where, err)
     return engine

@@ -59,3 +59,16 @@ def test_the_scrub_regions_reach_the_policy(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("TINYMEMORY_SCRUB__REGIONS", '["XX"]')
     with pytest.raises(ConfigError, match=r"scrub\.regions: 'XX'"):
         Settings.load()
+
+
+def test_printed_settings_mask_a_password_in_an_engine_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TINYMEMORY_ENGINES__POSTGRES__ENDPOINT", "postgresql://app:s3cret@db:5432/tm")
+    monkeypatch.setenv("TINYMEMORY_ENGINE_KEY", "k3y")
+    settings = Settings.load()
+    shown = settings.printable()
+    assert shown["engines"]["postgres"]["endpoint"] == "postgresql://app:***@db:5432/tm"
+    assert "s3cret" not in str(shown) and "k3y" not in str(shown)
+    # The settings themselves keep it: the engine connects with it.
+    assert settings.engines["postgres"].endpoint == "postgresql://app:s3cret@db:5432/tm"

@@ -29,10 +29,9 @@ from engines.contract import (
 )
 from engines.local import HashingEmbedder, Vectors
 from engines.postgres import PostgresEngine
-from engines.postgres.connection import masked
 from engines.postgres.schema import SCHEMA_VERSION, create_schema
 from engines.registry import MemoryConfig, build_engine
-from engines.settings import EngineCredential, EngineSettings
+from engines.settings import EngineCredential, EngineSettings, masked_endpoint
 
 
 class CountingEmbedder:
@@ -231,8 +230,8 @@ def test_a_server_without_pgvector_is_refused_saying_how_to_install_it() -> None
 
 
 def test_a_password_is_masked_wherever_the_endpoint_is_shown() -> None:
-    assert masked("postgresql://app:s3cret@db:5432/tm") == "postgresql://app:***@db:5432/tm"
-    assert masked("postgresql://app@db/tm") == "postgresql://app@db/tm"
+    assert masked_endpoint("postgresql://app:s3cret@db:5432/tm") == "postgresql://app:***@db:5432/tm"
+    assert masked_endpoint("postgresql://app@db/tm") == "postgresql://app@db/tm"
 
 
 def test_the_registry_builds_it_from_settings_with_the_key_as_password(postgres_url: str) -> None:
