@@ -22,10 +22,10 @@ import contextlib
 import logging
 import os
 import secrets
-import threading
 import time
 
 from engines.contract import Error
+from engines.lane import Lane
 from engines.local import pending, progress
 from engines.local.database import Database
 from engines.local.embed import Embedder
@@ -49,17 +49,18 @@ MAX_YIELD_S = 30.0
 """The longest the backlog yields to writes before it embeds a batch anyway."""
 
 _PAUSES_S = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
-_NICENESS = 10
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class VectorBacklog:
-    """The backlog thread of one engine; `start` it once the file's embedder is settled, `close` it last."""
+class VectorBacklog(Lane):
+    """The backlog thread of one engine; `start` it once the file's embedder is settled, `close` it last
+    (a batch being embedded is abandoned: its claims are handed back)."""
 
     def __init__(self, db: Database, embedder: Embedder, path: str, batch: int | None = None) -> None:
+        super().__init__(name="tm-local-embed", label=f"vector backlog of {path}", pauses=_PAUSES_S, log=logger)
         self._db = db
         self._embedder = embedder
         self._path = path
@@ -67,55 +68,18 @@ class VectorBacklog:
         preferred: int = getattr(embedder, "backlog_batch", BATCH)
         self._batch = batch if batch is not None else preferred
         self._owner = f"{os.getpid()}-{secrets.token_hex(4)}"
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._failures = 0
         self._yielding_since: float | None = None
-        self.problem: str | None = None
-        """Why vectors are not being computed, while they are not; None when all is well."""
 
-    def start(self) -> None:
-        with self._lock:
-            if self._thread is None and not self._stopping.is_set():
-                self._thread = threading.Thread(target=self._run, name="tm-local-embed", daemon=True)
-                self._thread.start()
+    def finished(self) -> None:
+        with contextlib.suppress(Exception):  # the file may be closed already
+            self._db.run_now(lambda conn: pending.release(conn, self._owner))
 
-    def notify(self) -> None:
-        """Passages were queued: look now rather than at the next round."""
-        self._wake.set()
-
-    def close(self, timeout_s: float = 10.0) -> None:
-        """Stop the thread (a batch being embedded is abandoned: its claims are handed back)."""
-        self._stopping.set()
-        self._wake.set()
-        with self._lock:
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout_s)
-
-    def _run(self) -> None:
-        with contextlib.suppress(AttributeError, OSError):  # lower priority where the platform allows
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICENESS)
-        loop = asyncio.new_event_loop()
-        try:
-            while not self._stopping.is_set():
-                self._wake.clear()
-                pause = self._round(loop)
-                if pause:
-                    self._wake.wait(pause)
-        finally:
-            loop.close()
-            with contextlib.suppress(Exception):  # the file may be closed already
-                self._db.run_now(lambda conn: pending.release(conn, self._owner))
-
-    def _round(self, loop: asyncio.AbstractEventLoop) -> float:
+    def round_once(self, loop: asyncio.AbstractEventLoop) -> float:
         """One batch; how long to pause before the next (0: go on at once)."""
         try:
             done = self._embed_batch(loop)
         except Error as err:
-            return self._failed(str(err))
+            return self._embedder_failed(str(err))
         except Exception as err:
             # The file was closed under the thread, or the interpreter is exiting with the engine left open
             # (its executors then refuse work, saying so): stop, quietly.
@@ -125,7 +89,7 @@ class VectorBacklog:
                 return 0.0
             # Anything else is a bug; it must not end the thread and leave the backlog stuck.
             logger.exception("vector backlog of %s failed", self._path)
-            return self._failed(f"{type(err).__name__}: {err}")
+            return self._embedder_failed(f"{type(err).__name__}: {err}")
         if done is None:
             return QUIET_S
         return 0.0 if done else LOOK_S
@@ -159,9 +123,7 @@ class VectorBacklog:
         except BaseException:
             self._db.run_now(lambda conn: pending.release(conn, self._owner))
             raise
-        if self._failures:  # before saving, so nobody sees the backlog empty and still failing
-            logger.info("vector backlog of %s is embedding again", self._path)
-            self._failures, self.problem = 0, None
+        self.recovered()  # before saving, so nobody sees the backlog empty and still failing
         identity = self._embedder.identity
         saved = self._db.run_now(lambda conn: pending.save(conn, identity, rowids, vectors))
         if saved is None:
@@ -169,18 +131,8 @@ class VectorBacklog:
         self._db.run_now(progress.stamp)  # how fast vectors are stored, for every process's status
         return len(spans)
 
-    def _failed(self, reason: str) -> float:
-        pause = _PAUSES_S[min(self._failures, len(_PAUSES_S) - 1)]
-        if self._failures == 0 or pause == _PAUSES_S[-1]:
-            logger.warning(
-                "vector backlog of %s cannot embed (%s); retrying in %.0f s, keyword search meanwhile",
-                self._path,
-                reason,
-                pause,
-            )
-        self._failures += 1
-        self.problem = f"the embedder {self._embedder.identity} is failing: {reason}"
-        return pause
+    def _embedder_failed(self, reason: str) -> float:
+        return self.failed(reason, f"the embedder {self._embedder.identity} is failing: {reason}")
 
     def _outvoted(self) -> int:
         # Another process made the file another embedder's after this one opened it. Taking it back

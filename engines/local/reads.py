@@ -49,13 +49,30 @@ def fetch_cursor(offset: int) -> str:
     return f"o{offset}"
 
 
-def _page_rows(
-    conn: sqlite3.Connection, where: Where, after: int, limit: int
-) -> tuple[list[tuple[int, str, str]], str | None]:
-    rows = conn.execute(
+PageRow = tuple[int, str, str]
+"""An item as a listing reads it: its store sequence, id and body."""
+
+
+def _page_rows(conn: sqlite3.Connection, where: Where, after: int, limit: int) -> list[PageRow]:
+    return conn.execute(
         f"SELECT i.seq, i.id, i.body FROM items i WHERE {where.sql()} AND i.seq > ? ORDER BY i.seq LIMIT ?",
         (*where.params, after, limit + 1),
     ).fetchall()
+
+
+def listed_page(rows: list[PageRow], limit: int) -> tuple[list[Hit], str | None]:
+    """A list page from `rows` read one past `limit`: the hits, and the cursor of the next page if any."""
+    shown, cursor = _paged(rows, limit)
+    return [listed_hit(item_id, body) for _, item_id, body in shown], cursor
+
+
+def exported_page(rows: list[PageRow], limit: int) -> tuple[list[Exported], str | None]:
+    """An export page from `rows` read one past `limit`, and the cursor of the next page if any."""
+    shown, cursor = _paged(rows, limit)
+    return [exported(item_id, body) for _, item_id, body in shown], cursor
+
+
+def _paged(rows: list[PageRow], limit: int) -> tuple[list[PageRow], str | None]:
     more = len(rows) > limit
     rows = rows[:limit]
     return rows, (f"s{rows[-1][0]}" if more else None)
@@ -63,13 +80,11 @@ def _page_rows(
 
 def list_page(conn: sqlite3.Connection, where: Where, after: int, limit: int) -> tuple[list[Hit], str | None]:
     """Admitted items in store order after `after`, and the cursor of the next page if any."""
-    rows, cursor = _page_rows(conn, where, after, limit)
-    return [listed_hit(item_id, body) for _, item_id, body in rows], cursor
+    return listed_page(_page_rows(conn, where, after, limit), limit)
 
 
 def export_page(conn: sqlite3.Connection, where: Where, after: int, limit: int) -> tuple[list[Exported], str | None]:
-    rows, cursor = _page_rows(conn, where, after, limit)
-    return [exported(item_id, body) for _, item_id, body in rows], cursor
+    return exported_page(_page_rows(conn, where, after, limit), limit)
 
 
 def get_hits(conn: sqlite3.Connection, where: Where, ids: list[ItemId]) -> dict[ItemId, Hit]:
@@ -82,7 +97,7 @@ def get_hits(conn: sqlite3.Connection, where: Where, ids: list[ItemId]) -> dict[
     return {item_id: listed_hit(item_id, body) for item_id, body in rows}
 
 
-_FACET_COLUMN = {
+FACET_COLUMN = {  # the items tables of both SQL engines name their facet columns alike
     Facet.KIND: "i.kind",
     Facet.SOURCE: "i.source_kind",
     Facet.SOURCE_ID: "i.source_id",
@@ -103,7 +118,7 @@ def explore_counts(conn: sqlite3.Connection, where: Where, facet: Facet, limit: 
     """Facet counts over every admitted item, aggregated in SQL (never truncated)."""
     if facet is Facet.TAG:
         return _explore_tags(conn, where, limit)
-    column = _FACET_COLUMN[facet]
+    column = FACET_COLUMN[facet]
     rows = conn.execute(f"SELECT {column}, count(*) FROM items i WHERE {where.sql()} GROUP BY 1", where.params)
     counts: Counter[str] = Counter()
     total = missing = 0

@@ -11,15 +11,14 @@ keyword for what has no vector meanwhile, and `problem` says why.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
 import threading
 from collections.abc import Callable
 
 import psycopg
 
 from engines.contract import Error
+from engines.lane import Lane
 from engines.local.embed import Embedder, Vectors
 from engines.postgres import vectors
 from engines.postgres.connection import Database
@@ -29,58 +28,22 @@ logger = logging.getLogger(__name__)
 BATCH = 64
 LOOK_S = 2.0
 _PAUSES_S = (1.0, 2.0, 5.0, 10.0, 30.0)
-_NICENESS = 10
 
 
-class VectorBacklog:
-    """The backlog thread of one engine: `start` once the schema is settled, `close` before the pool."""
+class VectorBacklog(Lane):
+    """The backlog thread of one engine: `start` once the schema is settled, `close` before the pool (a batch
+    being embedded is abandoned: its transaction rolls back, the rows go back)."""
 
     def __init__(self, db: Database, embedder: Embedder, where: str, batch: int | None = None) -> None:
+        label = f"vector backlog of postgresql at {where}"
+        super().__init__(name="tm-postgres-embed", label=label, pauses=_PAUSES_S, log=logger)
         self._db = db
         self._embedder = embedder
         self._where = where
         preferred: int = getattr(embedder, "backlog_batch", BATCH)
         self._batch = batch if batch is not None else preferred
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._failures = 0
-        self.problem: str | None = None
-        """Why vectors are not being computed, while they are not; None when all is well."""
 
-    def start(self) -> None:
-        with self._lock:
-            if self._thread is None and not self._stopping.is_set():
-                self._thread = threading.Thread(target=self._run, name="tm-postgres-embed", daemon=True)
-                self._thread.start()
-
-    def notify(self) -> None:
-        self._wake.set()
-
-    def close(self, timeout_s: float = 10.0) -> None:
-        """Stop the thread; a batch being embedded is abandoned (its transaction rolls back, the rows go back)."""
-        self._stopping.set()
-        self._wake.set()
-        with self._lock:
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout_s)
-
-    def _run(self) -> None:
-        with contextlib.suppress(AttributeError, OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICENESS)
-        loop = asyncio.new_event_loop()
-        try:
-            while not self._stopping.is_set():
-                self._wake.clear()
-                pause = self._round(loop)
-                if pause:
-                    self._wake.wait(pause)
-        finally:
-            loop.close()
-
-    def _round(self, loop: asyncio.AbstractEventLoop) -> float:
+    def round_once(self, loop: asyncio.AbstractEventLoop) -> float:
         """One batch; how long to pause before the next (0: go on at once)."""
         try:
             done = self._db.run_now(lambda conn: embed_batch(conn, self._embed(loop), self._batch, self._stopping))
@@ -94,26 +57,14 @@ class VectorBacklog:
                 return 0.0
             logger.exception("vector backlog of postgresql at %s failed", self._where)
             return self._failed(f"{type(err).__name__}: {err}")
-        if self._failures:
-            logger.info("vector backlog of postgresql at %s is embedding again", self._where)
-            self._failures, self.problem = 0, None
+        self.recovered()
         return 0.0 if done else LOOK_S
 
     def _embed(self, loop: asyncio.AbstractEventLoop) -> Callable[[list[str]], Vectors]:
         return lambda texts: loop.run_until_complete(self._embedder.embed(texts))
 
     def _failed(self, reason: str) -> float:
-        pause = _PAUSES_S[min(self._failures, len(_PAUSES_S) - 1)]
-        if self._failures == 0 or pause == _PAUSES_S[-1]:
-            logger.warning(
-                "vector backlog of postgresql at %s cannot embed (%s); retrying in %.0f s, keyword search meanwhile",
-                self._where,
-                reason,
-                pause,
-            )
-        self._failures += 1
-        self.problem = f"vectors are not being computed: {reason}"
-        return pause
+        return self.failed(reason, f"vectors are not being computed: {reason}")
 
 
 class AbandonedError(Exception):

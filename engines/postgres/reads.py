@@ -11,50 +11,28 @@ from collections import Counter
 import psycopg
 
 from engines.contract import ExplorePage, Exported, Facet, Hit, ItemId, page_explore
-from engines.local.rows import exported, listed_hit, passage_tags, ranked_hit
+from engines.local.reads import FACET_COLUMN, PageRow, exported_page, listed_page
+from engines.local.rows import listed_hit, passage_tags, ranked_hit
 from engines.local.search import Ranked
 from engines.local.where import Where, ns_from_key
 from engines.postgres.sql import sql_of
 
-FACET_COLUMN = {
-    Facet.KIND: "i.kind",
-    Facet.SOURCE: "i.source_kind",
-    Facet.SOURCE_ID: "i.source_id",
-    Facet.WORKSPACE: "i.workspace",
-    Facet.FOLDER: "i.folder",
-    Facet.FILE_PATH: "i.file_path",
-    Facet.LANGUAGE: "i.language",
-    Facet.REPO: "i.repo",
-    Facet.URL: "i.url",
-    Facet.THREAD: "i.thread_id",
-    Facet.AGENT: "i.agent_id",
-    Facet.TOOL_CALL: "i.tool_call",
-    Facet.NAMESPACE: "i.ns",
-}
 
-
-def _page_rows(
-    conn: psycopg.Connection, where: Where, after: int, limit: int
-) -> tuple[list[tuple[int, str, str]], str | None]:
+def _page_rows(conn: psycopg.Connection, where: Where, after: int, limit: int) -> list[PageRow]:
     clause, params = sql_of(where)
-    rows = conn.execute(
+    return conn.execute(
         f"SELECT i.seq, i.id, i.body FROM items i WHERE ({clause}) AND i.seq > %s ORDER BY i.seq LIMIT %s",
         (*params, after, limit + 1),
     ).fetchall()
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, (f"s{rows[-1][0]}" if more else None)
 
 
 def list_page(conn: psycopg.Connection, where: Where, after: int, limit: int) -> tuple[list[Hit], str | None]:
     """Admitted items in store order after `after`, and the cursor of the next page if any."""
-    rows, cursor = _page_rows(conn, where, after, limit)
-    return [listed_hit(item_id, body) for _, item_id, body in rows], cursor
+    return listed_page(_page_rows(conn, where, after, limit), limit)
 
 
 def export_page(conn: psycopg.Connection, where: Where, after: int, limit: int) -> tuple[list[Exported], str | None]:
-    rows, cursor = _page_rows(conn, where, after, limit)
-    return [exported(item_id, body) for _, item_id, body in rows], cursor
+    return exported_page(_page_rows(conn, where, after, limit), limit)
 
 
 def get_hits(conn: psycopg.Connection, where: Where, ids: list[ItemId]) -> dict[ItemId, Hit]:
