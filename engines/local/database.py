@@ -94,6 +94,21 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
+@contextmanager
+def read_snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Reads that see one state of the file: every statement in it sees the commits made before its first one
+    (outside it, each statement sees the latest, so counts read one after another may disagree). Within a
+    transaction already, it is that transaction's."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
+
+
 def _translate(err: sqlite3.Error) -> Exception:
     text = str(err)
     if isinstance(err, sqlite3.OperationalError) and ("locked" in text or "busy" in text):

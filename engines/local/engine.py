@@ -44,7 +44,7 @@ from engines.contract import (
 )
 from engines.local import pending, progress, reads, writes
 from engines.local.backlog import VectorBacklog
-from engines.local.database import Database
+from engines.local.database import Database, read_snapshot
 from engines.local.embed import Embedder, Vectors
 from engines.local.feed import store_items
 from engines.local.fusion import fusion_for
@@ -326,11 +326,13 @@ class LocalEngine(MemoryEngine):
         request = RankRequest(filter_where(self._tenant, filter), query, mode, vector, window)
 
         def work(conn: sqlite3.Connection) -> tuple[_Hits, Ranking]:
-            ranking = rank(conn, request, self._rankers)
-            if refers_to is None:
-                return reads.ranked_hits(conn, ranking.ranked[skip:want]), ranking
-            # The hint reorders by observation day, which only the read-back hits know.
-            return refers_to.rank(reads.ranked_hits(conn, ranking.ranked))[skip:want], ranking
+            # One state of the file: the counts a ranking is scored with, and the hits read back, agree.
+            with read_snapshot(conn):
+                ranking = rank(conn, request, self._rankers)
+                if refers_to is None:
+                    return reads.ranked_hits(conn, ranking.ranked[skip:want]), ranking
+                # The hint reorders by observation day, which only the read-back hits know.
+                return refers_to.rank(reads.ranked_hits(conn, ranking.ranked))[skip:want], ranking
 
         hits, ranking = await self._db.read(work)
         if ranking.keyword_only or (vector is None and mode is not FetchMode.KEYWORD):

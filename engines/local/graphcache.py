@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 CACHE_ENV = "TINYMEMORY_MODEL_CACHE"
 """The environment variable naming the folder of built graphs, in place of the user's cache folder."""
 
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2
 """Bumped whenever `minilmgraph` writes another graph, so graphs built by an older build are not used."""
 
 

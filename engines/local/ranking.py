@@ -13,7 +13,9 @@ keyword in place of vectors, so the engine can say so.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,8 +25,8 @@ from engines.contract import FetchMode
 from engines.local import pending
 from engines.local.fusion import Fusion, feedback_query, fuse, fuse_ranks
 from engines.local.postings import Postings
-from engines.local.search import Ranked, TermCounts, keyword_ranking, vector_ranking
-from engines.local.vectors import VectorIndex
+from engines.local.search import Ranked, TermCounts, VectorHits, keyword_ranking, vector_candidates, vector_ranking
+from engines.local.vectors import Snapshot, VectorIndex
 from engines.local.where import Where
 
 
@@ -60,6 +62,19 @@ class Rankers:
     postings: Postings | None = None
 
 
+OVERLAP_FROM = 65_536
+"""Passages with vectors from which a hybrid read scans the vectors while it reads keyword's deep ranking (below,
+the scan takes a few milliseconds: not worth a second keyword read)."""
+
+_OVERLAP = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="tm-local-scan")
+
+
+def _fed(vector: NDArray[np.float32], snapshot: Snapshot, words: list[Ranked], fusion: Fusion) -> NDArray[np.float32]:
+    """The query's vector moved towards those of keyword's best items (`fusion.feedback_query`)."""
+    best = [hit.passage for hit in words[: fusion.feedback_items]]
+    return feedback_query(vector, snapshot.vectors_of(best), fusion) if best else vector
+
+
 def rank(conn: sqlite3.Connection, req: RankRequest, rankers: Rankers) -> Ranking:
     """The ranking of `req` over what `conn` sees."""
     keyword: list[Ranked] | None = None
@@ -88,9 +103,21 @@ def rank(conn: sqlite3.Connection, req: RankRequest, rankers: Rankers) -> Rankin
             return Ranking(found)
         stand_ins = [hit for hit in by_keyword() if hit.item_seq in waiting]
         return Ranking(fuse_ranks(stand_ins, found, req.want), keyword_only=len(stand_ins))
-    words = by_keyword()
-    best = [hit.passage for hit in words[: rankers.fusion.feedback_items]]
-    query = feedback_query(req.vector, snapshot.vectors_of(best), rankers.fusion) if best else req.vector
-    found = vector_ranking(conn, snapshot, req.where, query, rankers.min_similarity, req.want)
+    first: Future[VectorHits] | None = None
+    if len(snapshot.rowids) >= OVERLAP_FROM and keyword is None:
+        # A large file: keyword's best few alone first, for the feedback, then the vector scan on another thread
+        # while keyword's deep read goes on here (on two cores the two overlap, as the deep read repeats the few).
+        few = keyword_ranking(
+            conn, req.where, req.query, rankers.fusion.feedback_items, rankers.counts, rankers.postings
+        )
+        query = _fed(req.vector, snapshot, few, rankers.fusion)
+        first = _OVERLAP.submit(vector_candidates, snapshot, query, rankers.min_similarity, req.want)
+        words = by_keyword()
+    else:
+        words = by_keyword()
+        query = _fed(req.vector, snapshot, words, rankers.fusion)
+    found = vector_ranking(
+        conn, snapshot, req.where, query, rankers.min_similarity, req.want, None if first is None else first.result()
+    )
     fused = fuse(words, found, req.want, rankers.fusion, waiting, rankers.min_similarity)
     return Ranking(fused, keyword_only=sum(1 for hit in fused if hit.item_seq in waiting))

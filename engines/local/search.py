@@ -118,7 +118,7 @@ def keyword_ranking(
     match = fts_query(words)
     if match is None:
         return []
-    limit = max(want * 3, 100) if derived is None else max(want * 2, 20)
+    limit = max(want * 3, 100) if derived is None else want + max(want // 4, 10)
     for _ in range(_CHECK_ROUNDS):
         # Rank in the index alone, then filter the best passages: joining every match to its item
         # before sorting costs several times more when a common word matches most of the file.
@@ -157,7 +157,7 @@ class _Derived:
         if any(t is None for t in terms):
             return None
         totals = fts_totals(conn)
-        tail = passage_seq(conn) > view.marks.rowid
+        tail = passage_seq(conn) > view.upto
         if tail:
             postings.wake()
         # Removals the index has not heard of yet still count in its frequencies: FTS5 counts then.
@@ -170,10 +170,10 @@ class _Derived:
                 continue
             held = view.frequency(term)
             if tail:
-                # The passages above the watermark are FTS5's alone (a seek to the watermark in each posting list).
+                # The passages above the index's are FTS5's alone (a seek to `upto` in each posting list).
                 held += conn.execute(
                     "SELECT count(*) FROM passage_text WHERE passage_text MATCH ? AND rowid > ?",
-                    (fts_query([word]), view.marks.rowid),
+                    (fts_query([word]), view.upto),
                 ).fetchone()[0]
             frequency[word] = held
         kept = _informative(words, totals.rows, frequency)
@@ -184,15 +184,13 @@ class _Derived:
     def top(self, conn: sqlite3.Connection, match: str, limit: int) -> list[tuple[int, float]]:
         """The `limit` best passages `(rowid, bm25)` as FTS5 ranks them: the index's, and FTS5's above it."""
         rows = self.view.top(self.terms, self.idfs, self.average_length, limit)
-        if passage_seq(conn) > self.view.marks.rowid:
+        if passage_seq(conn) > self.view.upto:
             rows += conn.execute(
                 "SELECT rowid, bm25(passage_text) AS rank FROM passage_text WHERE passage_text MATCH ? "
                 "AND rowid > ? ORDER BY rank, rowid LIMIT ?",
-                (match, self.view.marks.rowid, limit),
+                (match, self.view.upto, limit),
             ).fetchall()
-            # A commit newer than the watermark may hold a passage the tail holds too: one of each is kept.
-            best = {rowid: score for rowid, score in sorted(rows, key=lambda r: (r[1], r[0]), reverse=True)}
-            rows = sorted(best.items(), key=lambda r: (r[1], r[0]))[:limit]
+            rows = sorted(rows, key=lambda r: (r[1], r[0]))[:limit]
         return rows
 
 
@@ -257,6 +255,22 @@ def _first_per_item(rows: Iterable[tuple[int, int, float]]) -> list[Ranked]:
     return ranked
 
 
+VectorHits = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]
+"""Items, their best passages' rowids and cosines, best first (`Snapshot.best_per_item`)."""
+
+
+def vector_candidates(snapshot: Snapshot, query: NDArray[np.float32], threshold: float, want: int) -> VectorHits:
+    """The first candidates `vector_ranking` checks against the filter: numpy's work alone, without the file, so
+    it may run on another thread (BLAS lets go of the interpreter) while that thread reads something else."""
+    # Most filters admit most items, so the best few are read and checked first (sorting thousands of
+    # candidates and checking 512 of them was a third of a hybrid read); deeper only when too few pass.
+    # One more than the filter is checked against, so a selective filter shows (see _admitted_in_order).
+    return snapshot.best_per_item(query, threshold, min(want * 2 + 1, _DEEP))
+
+
+_DEEP = _CHECK_ROUNDS * _CHECK_CHUNK + 1
+
+
 def vector_ranking(
     conn: sqlite3.Connection,
     snapshot: Snapshot,
@@ -264,14 +278,12 @@ def vector_ranking(
     query: NDArray[np.float32],
     threshold: float,
     want: int,
+    first: VectorHits | None = None,
 ) -> list[Ranked]:
-    """Items whose best embedded passage's cosine with `query` reaches `threshold`, best first."""
-    # Most filters admit most items, so the best few are read and checked first (sorting thousands of
-    # candidates and checking 512 of them was a third of a hybrid read); deeper only when too few pass.
-    # One more than the filter is checked against, so a selective filter shows (see _admitted_in_order).
-    deep = _CHECK_ROUNDS * _CHECK_CHUNK + 1
-    shallow = min(want * 2 + 1, deep)
-    items, rowids, scores = snapshot.best_per_item(query, threshold, shallow)
+    """Items whose best embedded passage's cosine with `query` reaches `threshold`, best first; `first` is
+    `vector_candidates` of the same arguments, when the caller already has it."""
+    shallow, deep = min(want * 2 + 1, _DEEP), _DEEP
+    items, rowids, scores = first if first is not None else vector_candidates(snapshot, query, threshold, want)
     admitted = _admitted_in_order(conn, where, items, want)
     if admitted is None or (len(admitted) < want and len(items) == shallow < deep):
         items, rowids, scores = snapshot.best_per_item(query, threshold, deep)

@@ -127,7 +127,9 @@ def varint(blob: bytes, at: int) -> tuple[int, int]:
 
 
 def idf(rows: int, holding: int) -> float:
-    """FTS5's inverse document frequency of a term held by `holding` of `rows` rows."""
+    """FTS5's inverse document frequency of a term held by `holding` of `rows` rows (`holding` counted from the
+    derived index and FTS5's tail may pass `rows` for a moment: it is then held by every row)."""
+    holding = min(holding, rows)
     value = math.log((rows - holding + 0.5) / (holding + 0.5))
     return value if value > 0.0 else 1e-6
 

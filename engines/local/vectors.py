@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engines.contract import UnavailableError
+from engines.local.database import read_snapshot
 from engines.local.pending import deletions, recorded_embedder
 from engines.local.vector_file import BLOCK_ROWS, Header, MappedFile, UnreadableError
 from engines.local.vector_sync import agrees, clear_stale, compact, locked, memory_file, sync, vector_path, watermark
@@ -142,16 +143,13 @@ class VectorIndex:
     def refresh(self, conn: sqlite3.Connection) -> Snapshot | None:
         """Bring the vector file and this view up to what `conn` sees, and the snapshot to search; None
         when the file's vectors are another embedder's."""
-        with self._lock:
-            # One read transaction: the embedder named and the vectors searched come from one moment,
-            # so a change of embedder committed in between cannot slip foreign vectors in.
-            conn.execute("BEGIN")
+        # One read transaction: the embedder named and the vectors searched come from one moment,
+        # so a change of embedder committed in between cannot slip foreign vectors in.
+        with self._lock, read_snapshot(conn):
             try:
                 return self._refresh(conn)
             except OSError as err:
                 raise UnavailableError(f"vector file {self._path} cannot be read or written: {err}") from err
-            finally:
-                conn.execute("COMMIT")
 
     def _refresh(self, conn: sqlite3.Connection) -> Snapshot | None:
         recorded = recorded_embedder(conn)

@@ -60,12 +60,18 @@ asyncio.run(main())
 
 
 def writer(path: Path, start: int, tag: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path), str(start), str(BATCH), tag],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    # Its stderr goes to a file beside the memory file (`stderr_of`), so that a writer that ends says why.
+    with stderr_of(path, tag, start).open("w") as errors:
+        return subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), str(start), str(BATCH), tag],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+
+
+def stderr_of(path: Path, tag: str, start: int) -> Path:
+    return path.parent / f"{tag}-{start}.stderr"
 
 
 def acknowledged(process: subprocess.Popen[str], at_least: int) -> int:
@@ -74,7 +80,11 @@ def acknowledged(process: subprocess.Popen[str], at_least: int) -> int:
     count = 0
     while count < at_least:
         line = process.stdout.readline()
-        assert line, "the writer ended"
+        if not line:
+            _, _, _, path, start, _, tag = (str(arg) for arg in process.args)  # type: ignore[union-attr]
+            process.wait()
+            errors = stderr_of(Path(path), tag, int(start)).read_text()
+            pytest.fail(f"the writer {tag} from {start} ended (exit status {process.returncode}): {errors[-3000:]}")
         if line.startswith(("stored", "ready")):
             count = int(line.split()[1])
     return count

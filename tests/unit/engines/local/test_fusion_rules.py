@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from engines.contract import Document, FetchMode, FetchRequest
-from engines.local import HashingEmbedder, LocalEngine
+from engines.local import HashingEmbedder, LocalEngine, ranking
 from engines.local.embed import Vectors
 from engines.local.fusion import LEXICAL, MINILM, SEMANTIC, Fusion, feedback_query, fuse, fuse_ranks, fusion_for
 from engines.local.minilm import MiniLMEmbedder
-from engines.local.search import Ranked
+from engines.local.search import Ranked, vector_candidates
 from engines.local.static import StaticEmbedder
 
 HALF = Fusion(vector=0.5, feedback_items=3, feedback_weight=1.0)
@@ -131,5 +131,38 @@ async def test_hybrid_reads_vectors_with_the_feedback_of_keywords_best(tmp_path:
         assert await ids(FetchMode.KEYWORD) == [str(notes.id)]
         assert await ids(FetchMode.VECTOR) == []  # the vector mode reads the query's own vector
         assert await ids(FetchMode.HYBRID) == [str(notes.id), str(changelog.id)]
+    finally:
+        engine.close()
+
+
+async def test_a_large_files_overlapped_hybrid_read_ranks_as_the_sequential_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From `ranking.OVERLAP_FROM` vectors, keyword's best few feed the query while the vector scan runs beside the
+    deep keyword read: the same hits, scores and order as reading one after the other."""
+    rng = np.random.default_rng(9)
+    words = [f"w{n}" for n in range(60)]
+    engine = LocalEngine(tmp_path / "memory.sqlite3", embedder=HashingEmbedder())
+    try:
+        for _ in range(4):
+            docs = [Document.from_text(" ".join(rng.choice(words, size=int(rng.integers(3, 40))))) for _ in range(100)]
+            await engine.store_many(docs)
+        assert await engine.wait_for_vectors(timeout_s=60)
+        queries = [" ".join(rng.choice(words, size=3)) for _ in range(25)]
+
+        async def hits() -> list[list[tuple[str, float]]]:
+            found = []
+            for query in queries:
+                page = await engine.fetch(FetchRequest(query=query, mode=FetchMode.HYBRID, limit=10))
+                found.append([(str(hit.id), hit.score) for hit in page.hits])
+            return found
+
+        monkeypatch.setattr(ranking, "OVERLAP_FROM", 10**9)
+        sequential = await hits()
+        scans = []
+        monkeypatch.setattr(ranking, "OVERLAP_FROM", 0)
+        monkeypatch.setattr(ranking, "vector_candidates", lambda *args: scans.append(1) or vector_candidates(*args))
+        assert await hits() == sequential
+        assert len(scans) == len(queries) and all(sequential)
     finally:
         engine.close()

@@ -217,6 +217,25 @@ def test_a_crash_between_commit_and_watermark_replays_without_duplicates(conn: s
         handle.close()
 
 
+def test_a_searcher_ahead_of_its_watermark_counts_each_passage_once(conn: sqlite3.Connection) -> None:
+    """A reader between a catch-up's commit and its watermark: the searcher holds every passage, the marks a third.
+    FTS5 answers only above what the searcher holds, so no word's frequency counts a passage twice (which once
+    made a word held by most passages more frequent than the file's rows: a math domain error in its idf)."""
+    directory = directory_of(Path(conn.execute("PRAGMA database_list").fetchone()[2]))
+    assert keyword_index.catch_up(conn, directory, Tokenizer()) == Marks(ITEMS, 0)
+    write_marks(directory, Marks(ITEMS // 3, 0))
+    handle = Postings(quiet_s=3600.0)  # no catch-up moves the marks meanwhile
+    try:
+        view = handle.view(conn)
+        assert view is not None and view.marks.rowid == ITEMS // 3 and view.upto == ITEMS
+        common = " ".join(WORDS[:3])  # words most passages hold
+        for query in [common, *queries(8, 20)]:
+            ours, theirs = both(conn, handle, query, 40)
+            assert ours == theirs, query
+    finally:
+        handle.close()
+
+
 def test_only_one_process_catches_up_at_a_time(conn: sqlite3.Connection) -> None:
     directory = directory_of(Path(conn.execute("PRAGMA database_list").fetchone()[2]))
     with keyword_index.catch_up_lock(directory) as mine:

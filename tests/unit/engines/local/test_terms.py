@@ -96,3 +96,7 @@ def test_bm25_is_fts5s_to_the_last_bit(fts: sqlite3.Connection) -> None:
             assert bm25(idfs, [found.get(t or "", 0) for t in terms], length, totals.average_length) == score
             compared += 1
     assert compared > 300
+
+
+def test_a_term_counted_in_more_rows_than_there_are_is_held_by_every_row() -> None:
+    assert idf(100, 101) == idf(100, 100) == 1e-6

@@ -1,0 +1,127 @@
+"""How often each query term occurs in each of a search's candidates, read back from tantivy's scores.
+
+The derived keyword index scores its candidates again with FTS5's formula, which needs each term's exact
+frequency in each candidate. tantivy's Python bindings give no postings, only scores and explanations, and an
+explanation per candidate costs 15 to 50 microseconds (it builds the query's weight again each time), which at
+hundreds of candidates was most of a hybrid search. So each term is searched once, among the candidates alone,
+and its frequency in each is solved from its BM25 score:
+
+    score = weight * tf / (tf + norm),  so  tf = norm * v / (1 - v)  with  v = score / weight,
+
+where `weight` is the term's idf times (k1 + 1) and `norm` is k1 * (1 - b + b * dl / avgdl). Both are tantivy's:
+its idf and average length are read from one explanation per term, and `dl` is the document's length as tantivy
+keeps it, in one byte (`stored_length`). The answer must be the one whole number whose score, computed as tantivy
+computes it in float32, is the score tantivy gave; a candidate where it is not (a word repeated thousands of times,
+whose neighbouring frequencies float32 cannot tell apart) is explained instead.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import tantivy
+
+K1 = 1.2
+B = 0.75
+_FREE = 24
+"""Lengths below this are kept exactly; above, Lucene's SmallFloat scheme (as tantivy's `fieldnorm::code`)."""
+
+
+def _decoded(code: int) -> int:
+    if code < _FREE:
+        return code
+    bits, shift = (code - _FREE) & 0x07, ((code - _FREE) >> 3) - 1
+    return _FREE + (bits if shift < 0 else (bits | 0x08) << shift)
+
+
+_LENGTHS = [_decoded(code) for code in range(256)]
+"""tantivy's one-byte field norms, decoded: 0 to 40 exactly, then steps that widen by a tenth or so."""
+
+
+def stored_length(length: int) -> int:
+    """A document's length as tantivy's field norm keeps it: the largest decoded value not above it."""
+    return _LENGTHS[bisect.bisect_right(_LENGTHS, length) - 1]
+
+
+_IDF = re.compile(r'"value": ([0-9.eE+-]+),\s*"description": "idf, computed')
+_AVERAGE = re.compile(r'"value": ([0-9.eE+-]+),\s*"description": "avgdl, average length')
+_FREQ = re.compile(r'"value": ([0-9.eE+-]+),\s*"description": "freq, occurrences')
+_TERM = re.compile(r'Term=Term\(field=\d+, type=Str, \\"(.*?)\\"\)"')
+
+Address = tuple[int, int]
+"""A document's segment and number within it."""
+
+
+def frequencies(
+    searcher: tantivy.Searcher,
+    schema: tantivy.Schema,
+    field: str,
+    terms: Sequence[str],
+    candidates: Sequence[tantivy.DocAddress],
+    rowids: Sequence[int],
+    lengths: Sequence[int],
+    query: tantivy.Query,
+) -> list[dict[str, int]]:
+    """Each candidate's frequency of each of `terms` in `field` (terms it lacks left out). `rowids` and `lengths`
+    are the candidates' `rowid` and `length` fast fields; `query` is explained for a candidate whose frequencies
+    cannot be solved from the scores."""
+    found: list[dict[str, int]] = [{} for _ in candidates]
+    if not candidates:
+        return found
+    at = {(address.segment_ord, address.doc): n for n, address in enumerate(candidates)}
+    among = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "rowid", list(rowids)), 0.0)
+    unsolved: set[int] = set()
+    for term in dict.fromkeys(terms):
+        alone = tantivy.Query.term_query(schema, field, term)
+        both = tantivy.Query.boolean_query([(tantivy.Occur.Must, alone), (tantivy.Occur.Must, among)])
+        hits = searcher.search(both, len(candidates), count=False).hits
+        if not hits:
+            continue
+        weight, average = _scoring(alone.explain(searcher, hits[0][1]).to_json())
+        for score, address in hits:
+            n = at.get((address.segment_ord, address.doc))
+            if n is None:
+                continue
+            tf = _solved(float(score), weight, average, lengths[n])
+            if tf is None:
+                unsolved.add(n)
+            else:
+                found[n][term] = tf
+    for n in unsolved:
+        found[n] = explained(query.explain(searcher, candidates[n]).to_json())
+    return found
+
+
+def _scoring(explanation: str) -> tuple[np.float32, np.float32]:
+    """A term query's weight (idf times k1 + 1) and the field's average length, as tantivy computes them."""
+    idf = np.float32(_IDF.findall(explanation)[0])
+    average = np.float32(_AVERAGE.findall(explanation)[0])
+    return idf * (np.float32(1.0) + np.float32(K1)), average
+
+
+def _solved(score: float, weight: np.float32, average: np.float32, length: int) -> int | None:
+    """The frequency whose BM25 score, computed as tantivy does in float32, is `score`; None when there is none,
+    or when the next frequency up or down scores the same (thousands of one word: float32 cannot tell)."""
+    norm = np.float32(K1) * (np.float32(1.0 - B) + np.float32(B) * np.float32(stored_length(length)) / average)
+    share = score / float(weight)
+    if not 0.0 < share < 1.0:
+        return None
+    tf = round(float(norm) * share / (1.0 - share))
+    if tf < 1:
+        return None
+
+    def scored(n: int) -> float:
+        return float(weight * (np.float32(n) / (np.float32(n) + norm)))
+
+    return tf if scored(tf) == score and scored(tf - 1) != score and scored(tf + 1) != score else None
+
+
+def explained(explanation: str) -> dict[str, int]:
+    """Each query term's frequency in one document, from tantivy's explanation of its score."""
+    freqs = [int(float(v)) for v in _FREQ.findall(explanation)]
+    terms = [json.loads(f'"{t}"') for t in _TERM.findall(explanation)]
+    return dict(zip(terms, freqs, strict=True))
