@@ -68,8 +68,36 @@ PLAN: tuple[Bench, ...] = (
         headlines=(
             Headline("hybrid p95 / keyword p95", "fetch", "p95_over_keyword", (("mode", "hybrid"),)),
             Headline("store_many items/s", "store", "items_per_s"),
+            Headline("embedding: ours / plain onnxruntime passages/s", "embed", "ratio"),
         ),
         parse_stdout=engine_records,
+    ),
+    Bench(
+        name="searchable",
+        title="Time until fully searchable, default embedder, against LangChain with real vectors",
+        script="bench/backfill.py",
+        full=("--searchable", "--limit", "1000"),
+        quick=("--searchable", "--corpora", "tldr", "--limit", "200"),
+        anchor="LangChain's `index()` with sentence-transformers' all-MiniLM-L6-v2 on the CPU, same texts and threads",
+        headlines=(
+            Headline("tldr-pages: fully searchable, ours / LangChain", "searchable", "ratio", (("corpus", "tldr"),)),
+            Headline("NFCorpus: fully searchable, ours / LangChain", "searchable", "ratio", (("corpus", "nfcorpus"),)),
+        ),
+        keys={"searchable": ("corpus",)},
+        repeats=1,
+    ),
+    Bench(
+        name="up_memory",
+        title="`tinymemory up` on the sample notes: RSS through a churn of edits and queries",
+        script="bench/up_memory.py",
+        full=("--seconds", "60"),
+        quick=("--seconds", "15"),
+        anchor="the same churn with the hashing embedder (no model loaded)",
+        headlines=(
+            Headline("default embedder: highest RSS sample, MB", "up_memory", "highest_mb", (("embedder", "minilm"),)),
+        ),
+        keys={"up_memory": ("embedder",)},
+        repeats=1,
     ),
     Bench(
         name="api_load",

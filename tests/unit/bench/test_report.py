@@ -90,6 +90,16 @@ def engine_output(rate: int, p95: dict[str, float]) -> str:
             "p95 / keyword p95 1.00 (target <= 1.00)  source doc in top 10: 34%"
         )
     lines.append("file size: 23.1 MiB (4,846 bytes per item) at /tmp/x/bench.sqlite3")
+    lines += [
+        "fresh process hybrid   open + first answer  0.45 s  target <= 2 s (hybrid, at 300,000)  ratio 0.22  whole "
+        "process  1.18 s  RSS 686 MiB, peak 1,686 MiB  target <= 1 GB (at 300,000)  ratio 0.72",
+        "data dir: 2,101.7 MiB in 45 files (7,346 bytes per item; 78.2 MiB beside the SQLite file)  item text 2,063 "
+        "bytes  ratio 3.56 x the text at /work/b300",
+        "embed: plain onnxruntime (anchor)     13.9 passages/s   peak RSS   1540 MB",
+        "embed: ours (fused graph)             24.3 passages/s   peak RSS    226 MB",
+        "embed: ratio ours / plain             1.75x   target >= 1.5x: met, stretch missed",
+        "embed: min cosine to plain         0.9999998 target >= 0.999: met",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -102,6 +112,12 @@ def test_engine_local_figures_are_read_from_what_it_prints() -> None:
     assert fetch["hybrid"]["p95_over_keyword"] == pytest.approx(2.5)
     assert fetch["keyword"]["source_in_top10"] == pytest.approx(0.34)
     assert next(r for r in records if r["table"] == "file")["bytes_per_item"] == 4_846
+    assert next(r for r in records if r["table"] == "data_dir")["bytes_per_item"] == 7_346
+    fresh = next(r for r in records if r["table"] == "fresh")
+    assert (fresh["mode"], fresh["open_s"], fresh["rss_mib"], fresh["peak_mib"]) == ("hybrid", 0.45, 686, 1_686)
+    embed = next(r for r in records if r["table"] == "embed")
+    assert embed["ratio"] == pytest.approx(24.3 / 13.9) and embed["min_cosine"] == 0.9999998
+    assert (embed["peak_rss_mb"], embed["anchor_peak_rss_mb"]) == (226, 1_540)
     assert engine_records("Traceback (most recent call last):\n") == []
 
 
