@@ -25,8 +25,10 @@ once both have caught up. With MiniLM (the default embedder) the backlog would t
 50,000 items, so the large run fills the vectors with a stand-in of MiniLM's size under its identity
 (hashed n-grams) and then reopens the file with MiniLM itself, which embeds each query. Search-quality figures on
 real collections are bench/search_quality.py's.
-Targets on a 2-core machine: store_many >= 5,000 items/s; keyword p95 <= 30 ms; hybrid p95 <= 100 ms
-(on a slower or busier machine, the same ratios against this run's keyword p95: hybrid <= 3.3 x keyword).
+Targets on a 2-core machine: store_many >= 5,000 items/s; keyword p95 <= 30 ms; vector p95 <= 50 ms; hybrid p95
+<= 100 ms (on a slower or busier machine, the same ratios against this run's keyword p95: hybrid <= 3.3 x keyword).
+The vector mode is timed twice: as a client meets it (each query embedded once, MiniLM's few milliseconds), then
+with the query vectors cached, the search alone.
 
 With MiniLM, between the write path and the large run: the embedder's passages/s against plain onnxruntime
 and the least cosine of their vectors, from `embedding.py` run on `--embed-passages` passages of NFCorpus and
@@ -75,7 +77,7 @@ TARGET_FLOOR_RATIO = 0.6
 FLOOR_DOCS = 5_000
 DEFAULT_TLDR = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "tldr-pages"
 DEFAULT_NFCORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "ir" / "nfcorpus"
-TARGET_P95_MS = {FetchMode.KEYWORD: 30.0, FetchMode.VECTOR: 100.0, FetchMode.HYBRID: 100.0}
+TARGET_P95_MS = {FetchMode.KEYWORD: 30.0, FetchMode.VECTOR: 50.0, FetchMode.HYBRID: 100.0}
 TARGET_FIRST_ANSWER_S = 2.0  # a fresh process's first hybrid answer at 300,000 items
 TARGET_RSS_BYTES = 10**9  # a fresh reading process at 300,000 items
 
@@ -315,6 +317,16 @@ async def read_modes(engine: LocalEngine, queries: list[tuple[str, str]]) -> Non
             f"source doc in top 10: {recall:.0%}",
             flush=True,
         )
+        if mode is FetchMode.VECTOR:
+            # Each query's vector is now in the engine's cache: the same reads again time the search alone, so the
+            # line above less this one is what embedding the query cost (MiniLM: a few milliseconds a query).
+            cached, _ = await measure(engine, mode, queries)
+            print(
+                f"fetch vector, query vectors cached  p50 {statistics.median(cached):6.1f} ms  "
+                f"p95 {p95(cached):6.1f} ms  target p95 <= {target:.0f} ms  ratio {p95(cached) / target:.2f}  "
+                "(the search without the query's embedding)",
+                flush=True,
+            )
 
 
 async def large_run(args: argparse.Namespace, embedder: Embedder, words: list[str], rng: random.Random) -> None:
