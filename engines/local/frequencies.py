@@ -24,9 +24,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import tantivy
+from numpy.typing import NDArray
 
 K1 = 1.2
 B = 0.75
+ALONE_UP_TO = 20
+"""A term held by at most this many documents per candidate is searched alone, all its documents scored (about
+0.3 microseconds each), rather than among the candidates (about 10 microseconds a candidate, looked up by rowid)."""
 _FREE = 24
 """Lengths below this are kept exactly; above, Lucene's SmallFloat scheme (as tantivy's `fieldnorm::code`)."""
 
@@ -40,6 +44,7 @@ def _decoded(code: int) -> int:
 
 _LENGTHS = [_decoded(code) for code in range(256)]
 """tantivy's one-byte field norms, decoded: 0 to 40 exactly, then steps that widen by a tenth or so."""
+_LENGTH_ARRAY = np.array(_LENGTHS, dtype=np.int64)
 
 
 def stored_length(length: int) -> int:
@@ -73,24 +78,32 @@ def frequencies(
     if not candidates:
         return found
     at = {(address.segment_ord, address.doc): n for n, address in enumerate(candidates)}
+    length_array = np.asarray(lengths, dtype=np.int64)
     among = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "rowid", list(rowids)), 0.0)
     unsolved: set[int] = set()
     for term in dict.fromkeys(terms):
         alone = tantivy.Query.term_query(schema, field, term)
-        both = tantivy.Query.boolean_query([(tantivy.Occur.Must, alone), (tantivy.Occur.Must, among)])
-        hits = searcher.search(both, len(candidates), count=False).hits
+        held = searcher.doc_freq(field, term)
+        if held <= ALONE_UP_TO * len(candidates):
+            # A rare term: every document holding it, scored, costs less than looking the candidates up.
+            hits = searcher.search(alone, max(held, 1), count=False).hits
+        else:
+            both = tantivy.Query.boolean_query([(tantivy.Occur.Must, alone), (tantivy.Occur.Must, among)])
+            hits = searcher.search(both, len(candidates), count=False).hits
         if not hits:
             continue
         weight, average = _scoring(alone.explain(searcher, hits[0][1]).to_json())
-        for score, address in hits:
-            n = at.get((address.segment_ord, address.doc))
-            if n is None:
-                continue
-            tf = _solved(float(score), weight, average, lengths[n])
-            if tf is None:
-                unsolved.add(n)
-            else:
+        mine = [(n, score) for score, address in hits if (n := at.get((address.segment_ord, address.doc))) is not None]
+        if not mine:
+            continue
+        rows = np.array([n for n, _ in mine], dtype=np.int64)
+        scores = np.array([score for _, score in mine], dtype=np.float32)
+        solved = _solved(scores, weight, average, length_array[rows])
+        for n, tf in zip(rows.tolist(), solved.tolist(), strict=True):
+            if tf > 0:
                 found[n][term] = tf
+            else:
+                unsolved.add(n)
     for n in unsolved:
         found[n] = explained(query.explain(searcher, candidates[n]).to_json())
     return found
@@ -103,21 +116,25 @@ def _scoring(explanation: str) -> tuple[np.float32, np.float32]:
     return idf * (np.float32(1.0) + np.float32(K1)), average
 
 
-def _solved(score: float, weight: np.float32, average: np.float32, length: int) -> int | None:
-    """The frequency whose BM25 score, computed as tantivy does in float32, is `score`; None when there is none,
-    or when the next frequency up or down scores the same (thousands of one word: float32 cannot tell)."""
-    norm = np.float32(K1) * (np.float32(1.0 - B) + np.float32(B) * np.float32(stored_length(length)) / average)
-    share = score / float(weight)
-    if not 0.0 < share < 1.0:
-        return None
-    tf = round(float(norm) * share / (1.0 - share))
-    if tf < 1:
-        return None
+def _solved(
+    scores: NDArray[np.float32], weight: np.float32, average: np.float32, lengths: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """For each score, the frequency whose BM25 score, computed as tantivy does in float32, is that score; 0 where
+    there is none, or where the next frequency up or down scores the same (thousands of one word: float32 cannot
+    tell them apart). Array arithmetic in float32, operation for operation as tantivy's scalar code."""
+    stored = _LENGTH_ARRAY[np.searchsorted(_LENGTH_ARRAY, lengths, side="right") - 1].astype(np.float32)
+    norm = np.float32(K1) * (np.float32(1.0 - B) + np.float32(B) * stored / average)
+    share = scores.astype(np.float64) / float(weight)
+    possible = (share > 0.0) & (share < 1.0)
+    share = np.where(possible, share, 0.5)
+    tf = np.rint(norm.astype(np.float64) * share / (1.0 - share))
 
-    def scored(n: int) -> float:
-        return float(weight * (np.float32(n) / (np.float32(n) + norm)))
+    def scored(n: NDArray[np.float64]) -> NDArray[np.float32]:
+        frequency = n.astype(np.float32)
+        return (weight * (frequency / (frequency + norm))).astype(np.float32, copy=False)
 
-    return tf if scored(tf) == score and scored(tf - 1) != score and scored(tf + 1) != score else None
+    exact = (scored(tf) == scores) & (scored(tf - 1) != scores) & (scored(tf + 1) != scores)
+    return np.where(possible & (tf >= 1) & exact, tf, 0).astype(np.int64)
 
 
 def explained(explanation: str) -> dict[str, int]:

@@ -55,10 +55,12 @@ def test_stored_lengths_are_tantivys(tmp_path: Path) -> None:
         assert dl is not None and stored_length(int(length or 0)) == float(dl.group(1)), length
 
 
+@pytest.mark.parametrize("alone_up_to", [0, module.ALONE_UP_TO])  # each term among the candidates, or alone
 @pytest.mark.parametrize("terms", [["amber"], ["amber", "dune", "fjord"], ["cobalt", "basalt", "cobalt"], ["absent"]])
 def test_solved_frequencies_are_the_explained_ones(
-    tmp_path: Path, terms: list[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, terms: list[str], alone_up_to: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(module, "ALONE_UP_TO", alone_up_to)
     made = texts(2)
     searcher = index_of(tmp_path / "index", made)
     query = tantivy.Query.boolean_query(
