@@ -5,16 +5,16 @@ watermark, and FTS5 answers for those above it (the tail not yet caught up), so 
 when `store_many` returns. Its terms are FTS5's own (`terms.Tokenizer`), one per whitespace-separated word of
 each document's text, so tantivy's postings are `passage_text`'s, term for term.
 
-Scores are FTS5's to the last bit: tantivy's BM25 differs in its idf (log(1 + ...)) and keeps lengths in one
-byte (rounded down, by steps of up to a tenth above 40 tokens), so tantivy only proposes candidates, each query
-word boosted by FTS5's idf over tantivy's (tantivy's score then bounds FTS5's from above), and each candidate is
-scored again with FTS5's formula (`terms.bm25`) from its exact frequencies (solved from tantivy's scores,
-`frequencies`) and length (a fast field). `DEPTH` candidates per passage wanted are read, twice as many when the best exact scores do not yet
-beat every score tantivy left unread (with `MARGIN` for the average lengths, counted over slightly different
-passages); past that the order is FTS5's among the candidates read. Measured at 300,000 generated passages,
-where thousands of passages score within 1% of one another (rounded lengths cannot tell them apart): the top 10
-equal FTS5's for 38 queries of 40 (recall@10 0.985), and a passage ranked in place of FTS5's scored at most 0.7%
-below it (twice the depth: 39 of 40, for a third more time).
+Scores are FTS5's to the last bit: tantivy's BM25 differs in its idf (log(1 + ...)) and keeps lengths in one byte
+(rounded down, by steps of up to a tenth above 40 tokens), so tantivy only proposes candidates, each query word
+boosted by FTS5's idf over tantivy's (tantivy's score then bounds FTS5's from above), and each candidate is scored
+again with FTS5's formula (`terms.bm25`) from its exact frequencies (solved from tantivy's scores, `frequencies`)
+and length (a fast field). `DEPTH` candidates per passage wanted are read, twice as many when the best exact scores
+do not yet beat every score tantivy left unread (with `MARGIN` for the average lengths, counted over slightly
+different passages); past that the order is FTS5's among the candidates read. Measured at 300,000 generated
+passages, where thousands of passages score within 1% of one another (rounded lengths cannot tell them apart): the
+top 10 equal FTS5's for 38 queries of 40 (recall@10 0.985), and a passage ranked in place of FTS5's scored at most
+0.7% below it (twice the depth: 39 of 40, for a third more time).
 
 On disk: tantivy's files, and `watermark.json` (the highest passage rowid indexed, and the file's deletion
 counter then), written after tantivy's commit. A crash between the two replays the rows above the old
