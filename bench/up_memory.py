@@ -136,6 +136,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--notes", type=Path, default=ROOT / "examples" / "notes")
     args = parser.parse_args()
+    if not args.notes.is_dir():
+        parser.error(f"--notes: {args.notes} is not a folder")
     runs = {}
     for kind in ("minilm", "hashing"):
         runs[kind] = run = churn(args.notes, kind, args.seconds)

@@ -10,14 +10,13 @@ and its frequency in each is solved from its BM25 score:
 
 where `weight` is the term's idf times (k1 + 1) and `norm` is k1 * (1 - b + b * dl / avgdl). Both are tantivy's:
 its idf and average length are read from one explanation per term, and `dl` is the document's length as tantivy
-keeps it, in one byte (`stored_length`). The answer must be the one whole number whose score, computed as tantivy
+keeps it, in one byte (`stored_lengths`). The answer must be the one whole number whose score, computed as tantivy
 computes it in float32, is the score tantivy gave; a candidate where it is not (a word repeated thousands of times,
 whose neighbouring frequencies float32 cannot tell apart) is explained instead.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
 from collections.abc import Sequence
@@ -42,23 +41,19 @@ def _decoded(code: int) -> int:
     return _FREE + (bits if shift < 0 else (bits | 0x08) << shift)
 
 
-_LENGTHS = [_decoded(code) for code in range(256)]
+_LENGTHS = np.array([_decoded(code) for code in range(256)], dtype=np.int64)
 """tantivy's one-byte field norms, decoded: 0 to 40 exactly, then steps that widen by a tenth or so."""
-_LENGTH_ARRAY = np.array(_LENGTHS, dtype=np.int64)
 
 
-def stored_length(length: int) -> int:
-    """A document's length as tantivy's field norm keeps it: the largest decoded value not above it."""
-    return _LENGTHS[bisect.bisect_right(_LENGTHS, length) - 1]
+def stored_lengths(lengths: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Documents' lengths as tantivy's field norm keeps them: the largest decoded value not above each."""
+    return _LENGTHS[np.searchsorted(_LENGTHS, lengths, side="right") - 1]
 
 
 _IDF = re.compile(r'"value": ([0-9.eE+-]+),\s*"description": "idf, computed')
 _AVERAGE = re.compile(r'"value": ([0-9.eE+-]+),\s*"description": "avgdl, average length')
 _FREQ = re.compile(r'"value": ([0-9.eE+-]+),\s*"description": "freq, occurrences')
 _TERM = re.compile(r'Term=Term\(field=\d+, type=Str, \\"(.*?)\\"\)"')
-
-Address = tuple[int, int]
-"""A document's segment and number within it."""
 
 
 def frequencies(
@@ -122,7 +117,7 @@ def _solved(
     """For each score, the frequency whose BM25 score, computed as tantivy does in float32, is that score; 0 where
     there is none, or where the next frequency up or down scores the same (thousands of one word: float32 cannot
     tell them apart). Array arithmetic in float32, operation for operation as tantivy's scalar code."""
-    stored = _LENGTH_ARRAY[np.searchsorted(_LENGTH_ARRAY, lengths, side="right") - 1].astype(np.float32)
+    stored = stored_lengths(lengths).astype(np.float32)
     norm = np.float32(K1) * (np.float32(1.0 - B) + np.float32(B) * stored / average)
     share = scores.astype(np.float64) / float(weight)
     possible = (share > 0.0) & (share < 1.0)

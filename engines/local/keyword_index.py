@@ -232,10 +232,8 @@ class View:
         self.searcher = searcher
         self.marks = marks
         self._whole = searcher.num_docs == searcher.doc_freq(_EVERY, _EVERY)
-        self.upto = marks.rowid
-        if searcher.num_docs:
-            last = searcher.search(tantivy.Query.all_query(), 1, count=False, order_by_field="rowid").hits
-            self.upto = max(self.upto, int(last[0][0])) if last else self.upto
+        last = searcher.search(tantivy.Query.all_query(), 1, count=False, order_by_field="rowid").hits
+        self.upto = max([marks.rowid, *(int(key) for key, _ in last)])
 
     def frequency(self, term: str) -> int:
         """How many indexed passages hold `term` (deleted ones left out)."""

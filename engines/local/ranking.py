@@ -66,7 +66,8 @@ OVERLAP_FROM = 65_536
 """Passages with vectors from which a hybrid read scans the vectors while it reads keyword's deep ranking (below,
 the scan takes a few milliseconds: not worth a second keyword read)."""
 
-_OVERLAP = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="tm-local-scan")
+# A pool of its own: its task's scan waits on `vectors`' scan helpers, which must never wait behind it.
+_OVERLAP = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="tm-local-overlap")
 
 
 def _fed(vector: NDArray[np.float32], snapshot: Snapshot, words: list[Ranked], fusion: Fusion) -> NDArray[np.float32]:

@@ -259,16 +259,21 @@ VectorHits = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float32]]
 """Items, their best passages' rowids and cosines, best first (`Snapshot.best_per_item`)."""
 
 
+_DEEP = _CHECK_ROUNDS * _CHECK_CHUNK + 1
+"""Candidates of a deep vector read: one more than the filter is checked against, so a selective filter shows
+(see _admitted_in_order)."""
+
+
+def _shallow(want: int) -> int:
+    # Most filters admit most items, so the best few are read and checked first (sorting thousands of
+    # candidates and checking 512 of them was a third of a hybrid read); deeper only when too few pass.
+    return min(want * 2 + 1, _DEEP)
+
+
 def vector_candidates(snapshot: Snapshot, query: NDArray[np.float32], threshold: float, want: int) -> VectorHits:
     """The first candidates `vector_ranking` checks against the filter: numpy's work alone, without the file, so
     it may run on another thread (BLAS lets go of the interpreter) while that thread reads something else."""
-    # Most filters admit most items, so the best few are read and checked first (sorting thousands of
-    # candidates and checking 512 of them was a third of a hybrid read); deeper only when too few pass.
-    # One more than the filter is checked against, so a selective filter shows (see _admitted_in_order).
-    return snapshot.best_per_item(query, threshold, min(want * 2 + 1, _DEEP))
-
-
-_DEEP = _CHECK_ROUNDS * _CHECK_CHUNK + 1
+    return snapshot.best_per_item(query, threshold, _shallow(want))
 
 
 def vector_ranking(
@@ -282,11 +287,10 @@ def vector_ranking(
 ) -> list[Ranked]:
     """Items whose best embedded passage's cosine with `query` reaches `threshold`, best first; `first` is
     `vector_candidates` of the same arguments, when the caller already has it."""
-    shallow, deep = min(want * 2 + 1, _DEEP), _DEEP
     items, rowids, scores = first if first is not None else vector_candidates(snapshot, query, threshold, want)
     admitted = _admitted_in_order(conn, where, items, want)
-    if admitted is None or (len(admitted) < want and len(items) == shallow < deep):
-        items, rowids, scores = snapshot.best_per_item(query, threshold, deep)
+    if admitted is None or (len(admitted) < want and len(items) == _shallow(want) < _DEEP):
+        items, rowids, scores = snapshot.best_per_item(query, threshold, _DEEP)
         admitted = _admitted_in_order(conn, where, items, want)
     if admitted is None:
         # The filter is selective: ask SQL for the items it admits and score only those.

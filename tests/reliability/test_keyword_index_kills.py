@@ -74,17 +74,16 @@ def stderr_of(path: Path, tag: str, start: int) -> Path:
     return path.parent / f"{tag}-{start}.stderr"
 
 
-def acknowledged(process: subprocess.Popen[str], at_least: int) -> int:
-    """Read the writer's output until it has acknowledged `at_least` items; the count acknowledged."""
+def acknowledged(process: subprocess.Popen[str], at_least: int, errors: Path) -> int:
+    """Read the writer's output until it has acknowledged `at_least` items; the count acknowledged. `errors` is
+    its stderr's file, shown when it ends first."""
     assert process.stdout is not None
     count = 0
     while count < at_least:
         line = process.stdout.readline()
         if not line:
-            _, _, _, path, start, _, tag = (str(arg) for arg in process.args)  # type: ignore[union-attr]
             process.wait()
-            errors = stderr_of(Path(path), tag, int(start)).read_text()
-            pytest.fail(f"the writer {tag} from {start} ended (exit status {process.returncode}): {errors[-3000:]}")
+            pytest.fail(f"the writer ended (exit status {process.returncode}): {errors.read_text()[-3000:]}")
         if line.startswith(("stored", "ready")):
             count = int(line.split()[1])
     return count
@@ -98,9 +97,9 @@ def test_two_writers_and_kills_leave_the_index_exact(tmp_path: Path, figures: Fi
     try:
         stored = 0
         for kill in range(KILLS):
-            victim = writer(path, stored, "victim")
+            victim, errors = writer(path, stored, "victim"), stderr_of(path, "victim", stored)
             started.append(victim)
-            stored = acknowledged(victim, stored + BATCH * rng.randint(1, 4))
+            stored = acknowledged(victim, stored + BATCH * rng.randint(1, 4), errors)
             time.sleep(rng.uniform(0.0, 0.3))
             victim.send_signal(signal.SIGKILL)
             victim.wait()
@@ -115,7 +114,7 @@ def test_two_writers_and_kills_leave_the_index_exact(tmp_path: Path, figures: Fi
                         time.sleep(0.05)
                     else:
                         pytest.fail(f"{directory} could not be deleted")
-        steady_stored = acknowledged(steady, 4 * BATCH)
+        steady_stored = acknowledged(steady, 4 * BATCH, stderr_of(path, "steady", 0))
     finally:
         for process in started:
             process.kill()
