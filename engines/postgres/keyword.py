@@ -29,6 +29,7 @@ import psycopg
 from engines.local.search import Ranked
 from engines.local.where import Where
 from engines.local.words import search_words
+from engines.postgres import champions
 from engines.postgres.schema import TEXT_CONFIG
 from engines.postgres.sql import sql_of
 from engines.postgres.writes import indexed_words
@@ -37,8 +38,8 @@ ZETA_2 = 1.64493406685
 """The sum of 1/n² (π²/6): `ts_rank`'s scale."""
 TS_RANK_WEIGHT = 0.1
 """`ts_rank`'s weight of a lexeme without a weight label (D)."""
-K1 = 1.2
-B = 0.75
+K1 = champions.K1
+B = champions.B
 MIN_IDF = 1e-6
 PRUNE_FROM_PASSAGES = 2_000
 """From this many passages, a word in half of them or more is left out of a query (as the local engine does)."""
@@ -47,22 +48,23 @@ REFRESH_S = 2.0
 LARGE = 10_000
 _LEXEMES = 50_000
 
+_RANK_SCALE = (ZETA_2, ZETA_2 / TS_RANK_WEIGHT)
+"""`ts_rank`'s (zeta, scale): a term's frequency is round(1 / (zeta - scale * rank) - 0.5)."""
 _MARK = "SELECT (SELECT last_value FROM passages_id_seq), (SELECT last_value FROM deletions)"
+_TF = f"round(1 / ({ZETA_2} - {_RANK_SCALE[1]} * ts_rank(p.words, %s::tsquery)) - 0.5)"
+"""A term's frequency in a passage, from `ts_rank` of the term alone."""
 _RANK = """
-WITH q (term, idf) AS (SELECT * FROM unnest(%s::tsquery[], %s::float8[])),
-scored AS (
-    SELECT p.item_seq, p.id, (
-        SELECT sum(f.idf * f.tf * {k1_plus} / (f.tf + %s * p.tokens + %s)) FROM (
-            SELECT q.idf, round(1 / ({zeta} - {scale} * ts_rank(p.words, q.term)) - 0.5) AS tf FROM q
-        ) f
-    ) AS score
-    FROM passages p JOIN items i ON i.seq = p.item_seq
-    WHERE p.words @@ %s::tsquery AND ({where})
-)
 SELECT item_seq, id, score FROM (
-    SELECT DISTINCT ON (item_seq) item_seq, id, score FROM scored ORDER BY item_seq, score DESC, id
+    SELECT DISTINCT ON (s.item_seq) s.item_seq, s.id, s.score FROM (
+        SELECT p.item_seq, p.id, {score} AS score
+        FROM passages p CROSS JOIN LATERAL (SELECT {frequencies}) f
+        WHERE ({held}) OFFSET 0
+    ) s JOIN items i ON i.seq = s.item_seq WHERE ({where}) ORDER BY s.item_seq, s.score DESC, s.id
 ) best ORDER BY score DESC, id LIMIT %s
 """
+"""The best passage of each item among those `held` selects, by BM25 over the query's terms, best items first.
+Each term's part is a flat expression (no subquery a row), and the passages are scored before they meet their
+items (`OFFSET 0` keeps the planner from hashing whole passages, tsvectors and all, for the join)."""
 
 
 @dataclass(slots=True)
@@ -102,7 +104,10 @@ class KeywordStats:
             return list(dict.fromkeys(stem for w in words for stem in self._stems[w]))
 
     def statistics(self, conn: psycopg.Connection, terms: list[str]) -> tuple[int, float, dict[str, int]]:
-        """The passages' count and average length, and how many passages hold each of `terms`."""
+        """The passages' count and average length, and how many passages hold each of `terms`.
+
+        A word is counted on the index up to `champions.COMMON_FROM`; one held by that many is common, and its
+        count is its champion list's (built now if it has none, or built again once the table moved enough)."""
         mark = tuple(conn.execute(_MARK).fetchone() or (0, 0))
         with self._lock:
             stats = self._stats
@@ -116,10 +121,17 @@ class KeywordStats:
             with self._lock:
                 self._stats = stats
         missing = [t for t in terms if t not in stats.frequency]
+        listed = champions.known(conn, missing)
         for term in missing:
-            row = conn.execute("SELECT count(*) FROM passages WHERE words @@ %s::tsquery", (_tsquery([term]),))
-            found = row.fetchone()
-            stats.frequency[term] = int(found[0]) if found else 0
+            found = listed.get(term)
+            if found is None:
+                held = champions.counted_up_to(conn, _tsquery([term]), champions.COMMON_FROM)
+                if held < champions.COMMON_FROM:
+                    stats.frequency[term] = held
+                    continue
+            if found is None or found.stale(stats.passages):
+                found = champions.build(conn, term, _tsquery([term]), stats.passages, stats.average, _RANK_SCALE)
+            stats.frequency[term] = found.passages
         return stats.passages, stats.average, {t: stats.frequency[t] for t in terms}
 
 
@@ -150,7 +162,12 @@ def keyword_ranking(conn: psycopg.Connection, stats: KeywordStats, where: Where,
     ranking (MaxScore, Turtle and Flood 1995): a term adds at most idf * (k1 + 1) to a passage's score, so once the
     `want`-th item found among the passages holding the rarer terms scores more than the common terms' bounds
     together, no passage holding only common terms can enter the ranking. A common term's passages, the most of a
-    keyword read, are then never visited; when the bound does not hold, the next rarest term joins the scan."""
+    keyword read, are then never visited; when the bound does not hold, the next rarest term joins the scan.
+
+    A word held by `champions.COMMON_FROM` passages or more is scanned through its champion list, whose bound is
+    its threshold's weight: when even that leaves the bound unmet once every term is scanned, the ranking is the
+    best of the passages read (the lists' best, by the impact BM25 ranks them with). Should a filter leave fewer
+    than `want` items among them, every passage of the query's words is scored, as without lists."""
     words = search_words(query)
     terms = stats.lexemes(conn, words) if words else []
     if not terms or want < 1:
@@ -158,21 +175,48 @@ def keyword_ranking(conn: psycopg.Connection, stats: KeywordStats, where: Where,
     total, average, frequency = stats.statistics(conn, terms)
     terms = informative(terms, total, frequency)
     weights = [idf(total, frequency[t]) for t in terms]
-    length = K1 * B / average if average > 0 else 0.0
-    clause, params = sql_of(where)
-    statement = _RANK.format(k1_plus=K1 + 1, zeta=ZETA_2, scale=ZETA_2 / TS_RANK_WEIGHT, where=clause).encode()
+    lists = champions.read(conn, [t for t in terms if frequency[t] >= champions.COMMON_FROM])
     rarest_first = sorted(range(len(terms)), key=lambda n: (-weights[n], n))
+    scorer = _Scorer(conn, where, terms, weights, average)
     for scanned in range(1, len(terms) + 1):
         essential = [terms[n] for n in rarest_first[:scanned]]
         bound = (K1 + 1) * sum(weights[n] for n in rarest_first[scanned:])
-        rows = conn.execute(
-            statement,
-            ([_tsquery([t]) for t in terms], weights, length, K1 * (1 - B), _tsquery(essential), *params, want),
-        ).fetchall()
-        ranked = [Ranked(int(seq), int(passage), float(score or 0.0)) for seq, passage, score in rows]
-        if scanned == len(terms) or (len(ranked) >= want and ranked[want - 1].score > bound):
+        bound += (K1 + 1) * sum(weights[terms.index(t)] * lists[t].bound(average) for t in essential if t in lists)
+        read = [p for t in essential if t in lists for p in lists[t].passages]
+        ranked = scorer.ranked([t for t in essential if t not in lists], read, want)
+        if len(ranked) >= want and ranked[want - 1].score > bound:
             return ranked
-    return []  # not reached: the last round scans every term
+        if scanned == len(terms):
+            return ranked if len(ranked) >= want or not lists else scorer.ranked(terms, [], want)
+    return []  # not reached: the last round returns
+
+
+class _Scorer:
+    """Scores the passages holding some terms (and some passages by id) for every term of a query, in SQL."""
+
+    def __init__(self, conn: psycopg.Connection, where: Where, terms: list[str], weights: list[float], average: float):
+        self._conn = conn
+        self._clause, self._params = sql_of(where)
+        self._terms = [_tsquery([t]) for t in terms]
+        length = K1 * B / average if average > 0 else 0.0
+        self._weights = [value for weight in weights for value in (weight, length, K1 * (1 - B))]
+        self._score = " + ".join(f"%s * f.t{n} * {K1 + 1} / (f.t{n} + %s * p.tokens + %s)" for n in range(len(terms)))
+        self._frequencies = ", ".join(f"{_TF} AS t{n}" for n in range(len(terms)))
+
+    def ranked(self, scanned: list[str], passages: list[int], want: int) -> list[Ranked]:
+        """The best `want` items among the passages holding one of `scanned` or listed in `passages`."""
+        held = ["p.words @@ %s::tsquery"] if scanned else []
+        held += ["p.id = ANY(%s::bigint[])"] if passages else []
+        if not held:  # only emptied lists to read
+            return []
+        statement = _RANK.format(
+            score=self._score, frequencies=self._frequencies, held=" OR ".join(held), where=self._clause
+        )
+        found = ([_tsquery(scanned)] if scanned else []) + ([passages] if passages else [])
+        rows = self._conn.execute(
+            statement.encode(), (*self._weights, *self._terms, *found, *self._params, want)
+        ).fetchall()
+        return [Ranked(int(seq), int(passage), float(score or 0.0)) for seq, passage, score in rows]
 
 
 __all__ = ["KeywordStats", "idf", "informative", "keyword_ranking"]

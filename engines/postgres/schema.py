@@ -5,7 +5,9 @@ engine's SQLite file does (the same column names, so the local engine's filter S
 items into searchable pieces: `words` is a passage's tsvector (the local engine's words, Porter-stemmed) under a
 GIN index, `tokens` its length for BM25. `passage_vectors` holds one embedding per passage under an HNSW index
 (cosine), created with the first embedder's dimensions; `pending_vectors` queues the passages still waiting for
-theirs. Text columns sort bytewise (`COLLATE "C"`): namespace subtrees and path prefixes are key ranges.
+theirs. `common_terms`, `term_changes` and `champions` keep, for each word held by many passages, its count and
+the passages where it weighs most (`engines.postgres.champions`). Text columns sort bytewise (`COLLATE "C"`):
+namespace subtrees and path prefixes are key ranges.
 
 A database is settled once per process under an advisory lock: the schema created, migrated forward one version
 at a time, or refused when a newer release wrote it; then the embedder checked against the one the vectors came
@@ -21,7 +23,7 @@ from psycopg import errors
 
 from engines.contract import ConfigError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TEXT_CONFIG = "tinymemory"
 """The text search configuration passages and queries are parsed with: words Porter-stemmed, none dropped."""
 EMBEDDER_KEY = "embedder"
@@ -108,6 +110,29 @@ _V2 = """
 CREATE INDEX items_listing ON items (tenant, seq)
 """
 
+_V3 = """
+CREATE TABLE common_terms (
+    term        text COLLATE "C" PRIMARY KEY,
+    passages    bigint NOT NULL,
+    counted_of  bigint NOT NULL,
+    average     double precision NOT NULL,
+    threshold   double precision NOT NULL
+);
+CREATE TABLE champions (
+    term     text COLLATE "C" NOT NULL REFERENCES common_terms (term) ON DELETE CASCADE,
+    passage  bigint NOT NULL REFERENCES passages (id) ON DELETE CASCADE,
+    impact   double precision NOT NULL,
+    PRIMARY KEY (term, passage)
+);
+CREATE INDEX champions_impact ON champions (term, impact DESC);
+CREATE INDEX champions_passage ON champions (passage);
+CREATE TABLE term_changes (
+    term    text COLLATE "C" NOT NULL REFERENCES common_terms (term) ON DELETE CASCADE,
+    change  bigint NOT NULL
+);
+CREATE INDEX term_changes_term ON term_changes (term)
+"""
+
 
 def _run(script: str) -> Callable[[psycopg.Connection], None]:
     def step(conn: psycopg.Connection) -> None:
@@ -120,6 +145,7 @@ def _run(script: str) -> Callable[[psycopg.Connection], None]:
 
 MIGRATIONS: dict[int, Callable[[psycopg.Connection], None]] = {
     1: _run(_V2),
+    2: _run(_V3),
 }
 """Each entry moves a database from version n to n + 1."""
 

@@ -4,9 +4,10 @@ A batch is a handful of statements whatever its size: each table's rows go in as
 (one multi-row insert per table), items first with `ON CONFLICT (tenant, id) DO NOTHING`, so a replay, or an item
 another process stored meanwhile, inserts nothing and reads as replayed. Passages are numbered from their
 sequence before they are inserted, so their vectors (a cheap embedder's) or their places in the backlog's queue
-go in beside them. A removal deletes the selected items in one statement (passages, vectors, queue entries and
-tags follow by cascade), checks in the same transaction that nothing of them is left, and moves the deletions
-sequence that keyword statistics watch.
+go in beside them; the new passages that weigh most for a common word join its champion list
+(`engines.postgres.champions`) last. A removal deletes the selected items in one statement (passages, vectors,
+queue entries, champions and tags follow by cascade), checks in the same transaction that nothing of them is left,
+drops the champion lists it emptied, and moves the deletions sequence that keyword statistics watch.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from engines.contract import EngineError, ItemId
 from engines.local.embed import Vectors
 from engines.local.rows import ITEM_COLUMNS, PreparedItem
 from engines.local.where import Where
+from engines.postgres import champions
 from engines.postgres.schema import TEXT_CONFIG
 from engines.postgres.sql import sql_of
 
@@ -81,6 +83,7 @@ def insert_items(conn: psycopg.Connection, items: list[PreparedItem], vectors: d
         ids = _passage_ids(conn, sum(len(prep.passages) for prep in fresh))
         _insert_passages(conn, fresh, seqs, ids)
         _insert_vectors_or_queue(conn, fresh, ids, vectors, written)
+        champions.add_new(conn, ids)
     return written
 
 
@@ -151,6 +154,7 @@ def delete_where(conn: psycopg.Connection, where: Where) -> list[tuple[str, str]
     """Remove every item `where` selects, in one transaction, checked; each removed item's (ns, kind)."""
     clause, params = sql_of(where)
     with conn.transaction():
+        champions.removing(conn, clause, params)
         rows = conn.execute(f"DELETE FROM items i WHERE {clause} RETURNING i.seq, i.ns, i.kind", params).fetchall()
         _verify_removed(conn, [row[0] for row in rows])
     return [(ns, kind) for _, ns, kind in rows]
@@ -158,10 +162,10 @@ def delete_where(conn: psycopg.Connection, where: Where) -> list[tuple[str, str]
 
 def delete_ids(conn: psycopg.Connection, tenant: str, ids: list[ItemId]) -> int:
     """Remove the tenant's items with these ids, wherever they are, in one transaction, checked."""
+    clause, params = "i.tenant = %s AND i.id = ANY(%s)", (tenant, ids)
     with conn.transaction():
-        rows = conn.execute(
-            "DELETE FROM items WHERE tenant = %s AND id = ANY(%s) RETURNING seq", (tenant, ids)
-        ).fetchall()
+        champions.removing(conn, clause, params)
+        rows = conn.execute(f"DELETE FROM items i WHERE {clause} RETURNING i.seq", params).fetchall()
         _verify_removed(conn, [row[0] for row in rows])
     return len(rows)
 
@@ -177,6 +181,7 @@ def _verify_removed(conn: psycopg.Connection, seqs: list[int]) -> None:
     ).fetchone()
     if left is None or left[0]:
         raise EngineError(f"a removal of {len(seqs)} items left {left[0] if left else '?'} of their rows; rolled back")
+    champions.drop_emptied(conn)
     conn.execute("SELECT nextval('deletions')")
 
 

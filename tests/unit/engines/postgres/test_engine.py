@@ -154,6 +154,8 @@ async def test_an_older_schema_is_migrated_forward(postgres_url: str) -> None:
         engine.close()
     assert _count(postgres_url, "SELECT max(version) FROM schema_version") == SCHEMA_VERSION
     assert _count(postgres_url, "SELECT count(*) FROM pg_indexes WHERE indexname = 'items_listing'") == 1
+    tables = "SELECT count(*) FROM pg_tables WHERE tablename IN ('common_terms', 'champions', 'term_changes')"
+    assert _count(postgres_url, tables) == 3
 
 
 async def test_a_newer_schema_is_refused(postgres_url: str) -> None:
