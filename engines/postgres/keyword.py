@@ -43,6 +43,8 @@ B = champions.B
 MIN_IDF = 1e-6
 PRUNE_FROM_PASSAGES = 2_000
 """From this many passages, a word in half of them or more is left out of a query (as the local engine does)."""
+FIRST_ROUND = 10_000
+"""How many passages a read's first MaxScore round may read (every term it covers, rarest first)."""
 REFRESH_S = 2.0
 """How stale the statistics of a large table may be while writes come."""
 LARGE = 10_000
@@ -53,18 +55,36 @@ _RANK_SCALE = (ZETA_2, ZETA_2 / TS_RANK_WEIGHT)
 _MARK = "SELECT (SELECT last_value FROM passages_id_seq), (SELECT last_value FROM deletions)"
 _TF = f"round(1 / ({ZETA_2} - {_RANK_SCALE[1]} * ts_rank(p.words, %s::tsquery)) - 0.5)"
 """A term's frequency in a passage, from `ts_rank` of the term alone."""
-_RANK = """
-SELECT item_seq, id, score FROM (
-    SELECT DISTINCT ON (s.item_seq) s.item_seq, s.id, s.score FROM (
-        SELECT p.item_seq, p.id, {score} AS score
-        FROM passages p CROSS JOIN LATERAL (SELECT {frequencies}) f
-        WHERE ({held}) OFFSET 0
-    ) s JOIN items i ON i.seq = s.item_seq WHERE ({where}) ORDER BY s.item_seq, s.score DESC, s.id
-) best ORDER BY score DESC, id LIMIT %s
-"""
-"""The best passage of each item among those `held` selects, by BM25 over the query's terms, best items first.
-Each term's part is a flat expression (no subquery a row), and the passages are scored before they meet their
-items (`OFFSET 0` keeps the planner from hashing whole passages, tsvectors and all, for the join)."""
+
+
+def _ranking_sql(score: str, frequencies: str, held: str, where: str, *, admit_first: bool) -> str:
+    """The best items by their best passage among those `held` selects, by BM25 (`score`) over the query's terms.
+
+    Each term's part is a flat expression (no subquery a row), and the passages are scored before they meet their
+    items (`OFFSET 0` keeps the planner from hashing whole passages, tsvectors and all, for a join). Checking an
+    item against the read's filter `where` costs about as much as scoring its passage, so by default only the
+    best `ADMIT_DEPTH` times the wanted items are checked, which serves whenever the filter admits enough of them
+    (a tenant's or a workspace's items in a database mostly theirs); the statement also counts the items ranked
+    (`items`). With `admit_first` each passage's item is checked before ranking: for a filter that leaves too few
+    of the best (a small tenant, a narrow folder)."""
+    admitted = f"JOIN items i ON i.seq = s.item_seq WHERE ({where})" if admit_first else ""
+    best = (
+        "SELECT DISTINCT ON (s.item_seq) s.item_seq, s.id, s.score FROM ("
+        f"SELECT p.item_seq, p.id, {score} AS score FROM passages p CROSS JOIN LATERAL (SELECT {frequencies}) f "
+        f"WHERE ({held}) OFFSET 0) s {admitted} ORDER BY s.item_seq, s.score DESC, s.id"
+    )
+    if admit_first:
+        return f"SELECT item_seq, id, score FROM ({best}) b ORDER BY score DESC, id LIMIT %s"
+    return (
+        "SELECT b.item_seq, b.id, b.score, b.items FROM ("
+        f"SELECT d.item_seq, d.id, d.score, count(*) OVER () AS items FROM ({best}) d "
+        "ORDER BY d.score DESC, d.id LIMIT %s"
+        f") b JOIN items i ON i.seq = b.item_seq WHERE ({where}) ORDER BY b.score DESC, b.id LIMIT %s"
+    )
+
+
+ADMIT_DEPTH = 4
+"""How many times the wanted items a ranking checks against the filter before it ranks admitted items only."""
 
 
 @dataclass(slots=True)
@@ -178,7 +198,8 @@ def keyword_ranking(conn: psycopg.Connection, stats: KeywordStats, where: Where,
     lists = champions.read(conn, [t for t in terms if frequency[t] >= champions.COMMON_FROM])
     rarest_first = sorted(range(len(terms)), key=lambda n: (-weights[n], n))
     scorer = _Scorer(conn, where, terms, weights, average)
-    for scanned in range(1, len(terms) + 1):
+    cost = [len(lists[t].passages) if t in lists else frequency[t] for t in terms]
+    for scanned in _rounds([cost[n] for n in rarest_first]):
         essential = [terms[n] for n in rarest_first[:scanned]]
         bound = (K1 + 1) * sum(weights[n] for n in rarest_first[scanned:])
         bound += (K1 + 1) * sum(weights[terms.index(t)] * lists[t].bound(average) for t in essential if t in lists)
@@ -189,6 +210,17 @@ def keyword_ranking(conn: psycopg.Connection, stats: KeywordStats, where: Where,
         if scanned == len(terms):
             return ranked if len(ranked) >= want or not lists else scorer.ranked(terms, [], want)
     return []  # not reached: the last round returns
+
+
+def _rounds(costs: list[int]) -> range:
+    """How many of the terms (rarest first, each costing `costs` passages to read) each round reads: the first
+    reads as many as `FIRST_ROUND` passages allow (at least one), each later round one more. A round reads its
+    terms' passages again, so a first round of cheap terms costs less than a round for each."""
+    first, read = 1, costs[0]
+    while first < len(costs) and read + costs[first] <= FIRST_ROUND:
+        read += costs[first]
+        first += 1
+    return range(first, len(costs) + 1)
 
 
 class _Scorer:
@@ -209,14 +241,18 @@ class _Scorer:
         held += ["p.id = ANY(%s::bigint[])"] if passages else []
         if not held:  # only emptied lists to read
             return []
-        statement = _RANK.format(
-            score=self._score, frequencies=self._frequencies, held=" OR ".join(held), where=self._clause
-        )
+        parts = (self._score, self._frequencies, " OR ".join(held), self._clause)
         found = ([_tsquery(scanned)] if scanned else []) + ([passages] if passages else [])
+        head = (*self._weights, *self._terms, *found)
+        depth = max(want * ADMIT_DEPTH, 100)
         rows = self._conn.execute(
-            statement.encode(), (*self._weights, *self._terms, *found, *self._params, want)
+            _ranking_sql(*parts, admit_first=False).encode(), (*head, depth, *self._params, want)
         ).fetchall()
-        return [Ranked(int(seq), int(passage), float(score or 0.0)) for seq, passage, score in rows]
+        if len(rows) < want and not (rows and rows[0][3] <= depth):  # the filter left too few of the best
+            rows = self._conn.execute(
+                _ranking_sql(*parts, admit_first=True).encode(), (*head, *self._params, want)
+            ).fetchall()
+        return [Ranked(int(row[0]), int(row[1]), float(row[2] or 0.0)) for row in rows]
 
 
 __all__ = ["KeywordStats", "idf", "informative", "keyword_ranking"]
