@@ -53,7 +53,7 @@ def vector_ranking(
     conn: psycopg.Connection, where: Where, query: NDArray[np.float32], threshold: float, want: int
 ) -> list[Ranked]:
     """Items whose best embedded passage's cosine with `query` reaches `threshold`, best first."""
-    depth = max(CANDIDATES, want * 2)  # deepened fourfold while items repeat or the filter refuses too many
+    depth = max(CANDIDATES, want * 4)
     while True:
         conn.execute(f"SET LOCAL hnsw.ef_search = {min(depth, DEEPEST)}")
         rows = conn.execute(_NEAREST, (query, query, min(depth, DEEPEST))).fetchall()
