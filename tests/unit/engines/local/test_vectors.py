@@ -25,8 +25,9 @@ def tied_snapshot(seed: int = 1, block: int = 400) -> Snapshot:
 
 
 def brute_force(snapshot: Snapshot, query: np.ndarray, threshold: float) -> list[tuple[int, int]]:
-    """Every item by its best passage: highest cosine first, ties by the lower rowid."""
-    scores = np.concatenate(snapshot.matrices) @ query
+    """Every item by its best passage: highest cosine first, ties by the lower rowid (each row's cosine summed
+    alike wherever it is, as equal vectors must score equally)."""
+    scores = np.vecdot(np.concatenate(snapshot.matrices), query)
     best: dict[int, tuple[float, int]] = {}
     for item, rowid, score in zip(snapshot.items.tolist(), snapshot.rowids.tolist(), scores.tolist(), strict=True):
         if score >= threshold and (item not in best or (-score, rowid) < (-best[item][0], best[item][1])):
