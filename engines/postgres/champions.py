@@ -10,7 +10,7 @@ tf / (tf + k1 (1 - b + b len / avg)) (BM25's term factor over k1 + 1). The first
 word builds its list in one scan of its passages (and counts them: the word's document frequency), keeping the
 best `CHAMPIONS` and, as `threshold`, the best impact left out. From then on the list holds every passage of the
 word whose impact beats the threshold: a store adds its new passages that do, in its own transaction (`add_new`),
-and a removal takes its passages away by cascade.
+and a removal takes its passages off.
 
 A word's count is kept exact as the table changes: a store records how many of its new passages hold each common
 word, and a removal how many of its removed passages held one, as rows of `term_changes` that a read adds up and
@@ -25,14 +25,17 @@ A list is built again once the passages' number moved by a quarter since, so the
 long (and their average close) as the table grows.
 
 Building takes an exclusive advisory lock, and a store takes it shared for its last statement, so a build's scan
-sees every batch committed before it, and every batch committing after it sees the new list: no passage is missed
-or counted twice. A removal takes it exclusive for its whole transaction and drops the lists whose word no passage
-holds any more (an erasure leaves no word of its passages behind).
+sees every batch committed before it, and every batch committing after it sees the new list: no weighty passage
+is left off. Counts need no lock: a build counts and folds the changes in one statement (one snapshot), and a
+removal counts its passages out and takes them off the lists in its own `DELETE` statement (`FORGET_GONE`), so a
+removal never waits for a build nor a store for a removal. The lists have no foreign keys for that reason: a
+build racing a removal may list a passage the removal is deleting, a row naming no passage, which reads ignore and
+the next build drops. A removal drops the lists whose word no passage holds any more (an erasure leaves no word
+of its passages behind).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import psycopg
@@ -57,9 +60,13 @@ WITH scored AS MATERIALIZED (
         SELECT round(1 / (%(zeta)s - %(scale)s * ts_rank(p.words, %(term)s::tsquery)) - 0.5)::float8 AS tf
     ) f
     WHERE p.words @@ %(term)s::tsquery
+), folded AS (
+    DELETE FROM term_changes WHERE term = %(word)s RETURNING 1
 )
 SELECT id, impact, (SELECT count(*) FROM scored) FROM scored ORDER BY impact DESC, id LIMIT %(limit)s
 """
+"""A word's passages scored and counted, and the changes to its count folded away, in one statement: one snapshot
+for both, so a store or removal is either in the count or still among the changes, never both nor neither."""
 _ADD_NEW = f"""
 WITH held AS MATERIALIZED (
     SELECT c.term, p.id, c.threshold, {_IMPACT.format(tf="t.tf", tokens="p.tokens", average="c.average")} AS impact
@@ -72,12 +79,18 @@ WITH held AS MATERIALIZED (
 )
 INSERT INTO champions (term, passage, impact) SELECT term, id, impact FROM held WHERE impact > threshold
 """
-_REMOVED = """
-INSERT INTO term_changes (term, change)
-SELECT c.term, -count(*) FROM items i JOIN passages p ON p.item_seq = i.seq
-CROSS JOIN LATERAL unnest(p.words) t JOIN common_terms c ON c.term = t.lexeme
-WHERE ({where}) AND EXISTS (SELECT 1 FROM common_terms) GROUP BY c.term
-"""
+FORGET_GONE = """
+counted_out AS (
+    INSERT INTO term_changes (term, change)
+    SELECT c.term, -count(*) FROM gone g JOIN passages p ON p.item_seq = g.seq
+    CROSS JOIN LATERAL unnest(p.words) t JOIN common_terms c ON c.term = t.lexeme
+    WHERE EXISTS (SELECT 1 FROM common_terms) GROUP BY c.term
+), unlisted AS (
+    DELETE FROM champions h USING gone g JOIN passages p ON p.item_seq = g.seq WHERE h.passage = p.id
+)"""
+"""Common table expressions for a removal's `DELETE ... RETURNING seq` named `gone`: its passages counted out of the
+common words' counts and taken off their lists, in the removal's own statement (its passages are still readable
+there: the cascade that deletes them runs at the statement's end)."""
 _COUNT = "c.passages + coalesce((SELECT sum(d.change) FROM term_changes d WHERE d.term = c.term), 0)"
 
 
@@ -140,21 +153,22 @@ def build(
             return meanwhile
         rows = conn.execute(
             _SCORE_ALL.encode(),
-            {"average": average, "zeta": zeta, "scale": scale, "term": tsquery, "limit": CHAMPIONS + 1},
+            {"average": average, "zeta": zeta, "scale": scale, "term": tsquery, "word": term, "limit": CHAMPIONS + 1},
         ).fetchall()
         holding = int(rows[0][2]) if rows else 0
         kept, left = rows[:CHAMPIONS], rows[CHAMPIONS:]
         threshold = float(left[0][1]) if left else 0.0
         conn.execute("DELETE FROM champions WHERE term = %s", (term,))
-        conn.execute("DELETE FROM term_changes WHERE term = %s", (term,))  # counted in `holding` now
         conn.execute(
             "INSERT INTO common_terms (term, passages, counted_of, average, threshold) VALUES (%s, %s, %s, %s, %s) "
             "ON CONFLICT (term) DO UPDATE SET passages = excluded.passages, counted_of = excluded.counted_of, "
             "average = excluded.average, threshold = excluded.threshold",
             (term, holding, max(total, holding), average, threshold),
         )
-        conn.execute(
-            "INSERT INTO champions (term, passage, impact) SELECT %s, * FROM unnest(%s::bigint[], %s::float8[])",
+        conn.execute(  # a passage a removal took away since the scan is left out
+            "INSERT INTO champions (term, passage, impact) SELECT %s, u.id, u.impact "
+            "FROM unnest(%s::bigint[], %s::float8[]) u(id, impact) WHERE EXISTS (SELECT 1 FROM passages p "
+            "WHERE p.id = u.id)",
             (term, [row[0] for row in kept], [row[1] for row in kept]),
         )
     return Known(holding, max(total, holding), average)
@@ -184,20 +198,19 @@ def add_new(conn: psycopg.Connection, passages: list[int]) -> None:
     conn.execute(_ADD_NEW.encode(), (passages,))
 
 
-def removing(conn: psycopg.Connection, clause: str, params: Sequence[object]) -> None:
-    """Before a removal of the items `clause` selects (over `items i`): lock the lists, count their passages out."""
-    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-    conn.execute(_REMOVED.format(where=clause).encode(), params)
-
-
 def drop_emptied(conn: psycopg.Connection) -> None:
-    """After a removal: drop the lists of words no passage holds any more."""
-    conn.execute(f"DELETE FROM common_terms c WHERE {_COUNT} <= 0")
+    """After a removal: drop the lists of words no passage holds any more, with their rows."""
+    conn.execute(
+        f"WITH dropped AS (DELETE FROM common_terms c WHERE {_COUNT} <= 0 RETURNING term), "
+        "unlisted AS (DELETE FROM champions WHERE term IN (SELECT term FROM dropped)) "
+        "DELETE FROM term_changes WHERE term IN (SELECT term FROM dropped)"
+    )
 
 
 __all__ = [
     "CHAMPIONS",
     "COMMON_FROM",
+    "FORGET_GONE",
     "Champions",
     "Known",
     "add_new",
@@ -206,5 +219,4 @@ __all__ = [
     "drop_emptied",
     "known",
     "read",
-    "removing",
 ]

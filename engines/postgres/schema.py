@@ -119,15 +119,15 @@ CREATE TABLE common_terms (
     threshold   double precision NOT NULL
 );
 CREATE TABLE champions (
-    term     text COLLATE "C" NOT NULL REFERENCES common_terms (term) ON DELETE CASCADE,
-    passage  bigint NOT NULL REFERENCES passages (id) ON DELETE CASCADE,
+    term     text COLLATE "C" NOT NULL,
+    passage  bigint NOT NULL,
     impact   double precision NOT NULL,
     PRIMARY KEY (term, passage)
 );
 CREATE INDEX champions_impact ON champions (term, impact DESC);
 CREATE INDEX champions_passage ON champions (passage);
 CREATE TABLE term_changes (
-    term    text COLLATE "C" NOT NULL REFERENCES common_terms (term) ON DELETE CASCADE,
+    term    text COLLATE "C" NOT NULL,
     change  bigint NOT NULL
 );
 CREATE INDEX term_changes_term ON term_changes (term)

@@ -6,8 +6,9 @@ another process stored meanwhile, inserts nothing and reads as replayed. Passage
 sequence before they are inserted, so their vectors (a cheap embedder's) or their places in the backlog's queue
 go in beside them; the new passages that weigh most for a common word join its champion list
 (`engines.postgres.champions`) last. A removal deletes the selected items in one statement (passages, vectors,
-queue entries, champions and tags follow by cascade), checks in the same transaction that nothing of them is left,
-drops the champion lists it emptied, and moves the deletions sequence that keyword statistics watch.
+queue entries and tags follow by cascade; their champion rows and common-word counts go in the same statement),
+checks in the same transaction that nothing of them is left, drops the champion lists it emptied, and moves the
+deletions sequence that keyword statistics watch.
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ _INSERT_PASSAGES = (
     "FROM unnest(%s::bigint[], %s::bigint[], %s::int[], %s::int[], %s::int[], %s::int[], %s::int[], %s::text[], "
     "%s::int[], %s::text[]) AS u(id, seq, piece, start, stop, first, last, section, tokens, words)"
 )
+
+_DELETE = f"""
+WITH gone AS (DELETE FROM items i WHERE {{where}} RETURNING i.seq, i.ns, i.kind), {champions.FORGET_GONE}
+SELECT seq, ns, kind FROM gone
+"""
+"""A removal: the items `where` selects (their passages, vectors, queue entries and tags follow by cascade), their
+passages counted out of the common words' counts and taken off their lists, in one statement."""
 
 
 def indexed_words(text: str) -> list[str]:
@@ -154,18 +162,15 @@ def delete_where(conn: psycopg.Connection, where: Where) -> list[tuple[str, str]
     """Remove every item `where` selects, in one transaction, checked; each removed item's (ns, kind)."""
     clause, params = sql_of(where)
     with conn.transaction():
-        champions.removing(conn, clause, params)
-        rows = conn.execute(f"DELETE FROM items i WHERE {clause} RETURNING i.seq, i.ns, i.kind", params).fetchall()
+        rows = conn.execute(_DELETE.format(where=clause).encode(), params).fetchall()
         _verify_removed(conn, [row[0] for row in rows])
     return [(ns, kind) for _, ns, kind in rows]
 
 
 def delete_ids(conn: psycopg.Connection, tenant: str, ids: list[ItemId]) -> int:
     """Remove the tenant's items with these ids, wherever they are, in one transaction, checked."""
-    clause, params = "i.tenant = %s AND i.id = ANY(%s)", (tenant, ids)
     with conn.transaction():
-        champions.removing(conn, clause, params)
-        rows = conn.execute(f"DELETE FROM items i WHERE {clause} RETURNING i.seq", params).fetchall()
+        rows = conn.execute(_DELETE.format(where="i.tenant = %s AND i.id = ANY(%s)").encode(), (tenant, ids)).fetchall()
         _verify_removed(conn, [row[0] for row in rows])
     return len(rows)
 

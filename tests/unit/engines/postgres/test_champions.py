@@ -3,7 +3,9 @@ the local engine's BM25 where the lists' bound proves it, and stores, removals a
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -189,6 +191,19 @@ async def test_removals_take_their_passages_off_the_list_and_drop_an_emptied_one
     assert await _ranked(remote, "alpha") == []
 
 
+async def test_a_removal_waits_for_no_build(engines: tuple[LocalEngine, PostgresEngine], postgres_url: str) -> None:
+    _, remote = engines
+    best = (await _ranked(remote, "alpha"))[0][0]
+    with psycopg.connect(postgres_url) as building:  # a build in progress holds the lists' lock
+        building.execute("SELECT pg_advisory_xact_lock(%s)", (champions._LOCK,))
+        began = time.monotonic()
+        report = await asyncio.wait_for(remote.forget(ForgetTarget(ids=[best])), timeout=10)
+        waited = time.monotonic() - began
+        building.rollback()
+    assert report.forgotten == 1 and waited < 5
+    _assert_list_holds_every_passage_above_its_threshold(postgres_url, "alpha")
+
+
 async def test_a_list_is_built_again_once_the_table_grew_by_a_quarter(
     engines: tuple[LocalEngine, PostgresEngine], postgres_url: str
 ) -> None:
@@ -202,7 +217,7 @@ async def test_a_list_is_built_again_once_the_table_grew_by_a_quarter(
     _assert_list_holds_every_passage_above_its_threshold(postgres_url, "alpha")
 
 
-async def test_builds_racing_stores_leave_no_weighty_passage_off_the_list(
+async def test_builds_racing_stores_and_removals_keep_the_list_and_the_count(
     engines: tuple[LocalEngine, PostgresEngine], postgres_url: str
 ) -> None:
     _, remote = engines
@@ -222,7 +237,8 @@ async def test_builds_racing_stores_leave_no_weighty_passage_off_the_list(
     racer.start()
     try:
         for first in range(200, 600, 20):
-            await remote.store_many(_docs(first, 20))
+            receipts = await remote.store_many(_docs(first, 20))
+            await remote.forget(ForgetTarget(ids=[r.id for r in receipts[::4]]))  # removals race the builds too
     finally:
         stop.set()
         racer.join()
