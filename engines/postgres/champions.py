@@ -48,6 +48,13 @@ REBUILD_RATIO = 1.25
 """A list is built again once the passages' number is this many times (or 1 / this) what it was at its build."""
 K1 = 1.2
 B = 0.75
+ZETA_2 = 1.64493406685
+"""The sum of 1/n² (π²/6): `ts_rank`'s scale."""
+TS_RANK_WEIGHT = 0.1
+"""`ts_rank`'s weight of a lexeme without a weight label (D)."""
+TERM_FREQUENCY = f"round(1 / ({ZETA_2} - {ZETA_2 / TS_RANK_WEIGHT} * ts_rank(p.words, {{query}})) - 0.5)"
+"""A term's frequency in passage `p`, in SQL, from `ts_rank` of the term alone (`{query}`, its tsquery): for an
+unweighted lexeme that is 0.1 (1 + 1/4 + ... + 1/tf²) / (π²/6), one lookup where unnesting reads the whole tsvector."""
 _LOCK = 0x746D_6368  # pg_advisory_xact_lock key ("tmch"): builds exclusive, stores shared
 
 _IMPACT = f"{{tf}} / ({{tf}} + {K1}::float8 * (1 - {B}::float8 + {B}::float8 * {{tokens}} / {{average}}))"
@@ -57,7 +64,7 @@ _SCORE_ALL = f"""
 WITH scored AS MATERIALIZED (
     SELECT p.id, {_IMPACT.format(tf="f.tf", tokens="p.tokens", average="%(average)s")} AS impact
     FROM passages p CROSS JOIN LATERAL (
-        SELECT round(1 / (%(zeta)s - %(scale)s * ts_rank(p.words, %(term)s::tsquery)) - 0.5)::float8 AS tf
+        SELECT {TERM_FREQUENCY.format(query="%(term)s::tsquery")}::float8 AS tf
     ) f
     WHERE p.words @@ %(term)s::tsquery
 ), folded AS (
@@ -139,13 +146,8 @@ def counted_up_to(conn: psycopg.Connection, tsquery: str, cap: int) -> int:
     return int(row[0]) if row else 0
 
 
-def build(
-    conn: psycopg.Connection, term: str, tsquery: str, total: int, average: float, rank_scale: tuple[float, float]
-) -> Known:
-    """Count `term`'s passages and keep its best `CHAMPIONS` as its list (replacing any), in one transaction.
-
-    `rank_scale` is `ts_rank`'s (zeta, scale) pair that turns a rank back into a term frequency."""
-    zeta, scale = rank_scale
+def build(conn: psycopg.Connection, term: str, tsquery: str, total: int, average: float) -> Known:
+    """Count `term`'s passages and keep its best `CHAMPIONS` as its list (replacing any), in one transaction."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
         meanwhile = known(conn, [term]).get(term)  # another process may have built it while this one waited
@@ -153,7 +155,7 @@ def build(
             return meanwhile
         rows = conn.execute(
             _SCORE_ALL.encode(),
-            {"average": average, "zeta": zeta, "scale": scale, "term": tsquery, "word": term, "limit": CHAMPIONS + 1},
+            {"average": average, "term": tsquery, "word": term, "limit": CHAMPIONS + 1},
         ).fetchall()
         holding = int(rows[0][2]) if rows else 0
         kept, left = rows[:CHAMPIONS], rows[CHAMPIONS:]

@@ -2,13 +2,12 @@
 
 `ts_rank` is not BM25 (no inverse document frequency, no length normalisation against the average), so the
 ranking is computed from the statistics BM25 needs: each passage's length (`passages.tokens`), each term's
-frequency in a passage (read back from `ts_rank` of the term alone, which for an unweighted lexeme is
-0.1 * (1 + 1/4 + ... + 1/tf²) / (π²/6), so tf = round(1 / (π²/6 - 10 (π²/6) rank) - 0.5): one lookup a term,
-where unnesting the tsvector read all of it), the number of passages holding each term (counted on the GIN index)
-and the passages' count and average length. The formula is FTS5's `bm25()` (k1 1.2, b 0.75, an inverse document
-frequency floored at 1e-6 for a term in half the passages or more), so the two
-engines score alike; the words are the local engine's (`search_words`: its stop words left out of a query) and
-Porter-stemmed as its index stems them (`schema.TEXT_CONFIG`).
+frequency in a passage (read back from `ts_rank` of the term alone: `champions.TERM_FREQUENCY`), the number of
+passages holding each term (counted on the GIN index, or kept with a common word's champion list) and the
+passages' count and average length. The formula is FTS5's `bm25()` (k1 1.2, b 0.75, an inverse document
+frequency floored at 1e-6 for a term in half the passages or more), so the two engines score alike; the words
+are the local engine's (`search_words`: its stop words left out of a query) and Porter-stemmed as its index
+stems them (`schema.TEXT_CONFIG`).
 
 The statistics are the whole database's (every tenant's), as they are the whole file's for the local engine.
 Counting them is not free at scale, so they are kept per engine and read again when the passages' sequence or the
@@ -34,10 +33,6 @@ from engines.postgres.schema import TEXT_CONFIG
 from engines.postgres.sql import sql_of
 from engines.postgres.writes import indexed_words
 
-ZETA_2 = 1.64493406685
-"""The sum of 1/n² (π²/6): `ts_rank`'s scale."""
-TS_RANK_WEIGHT = 0.1
-"""`ts_rank`'s weight of a lexeme without a weight label (D)."""
 K1 = champions.K1
 B = champions.B
 MIN_IDF = 1e-6
@@ -50,11 +45,8 @@ REFRESH_S = 2.0
 LARGE = 10_000
 _LEXEMES = 50_000
 
-_RANK_SCALE = (ZETA_2, ZETA_2 / TS_RANK_WEIGHT)
-"""`ts_rank`'s (zeta, scale): a term's frequency is round(1 / (zeta - scale * rank) - 0.5)."""
 _MARK = "SELECT (SELECT last_value FROM passages_id_seq), (SELECT last_value FROM deletions)"
-_TF = f"round(1 / ({ZETA_2} - {_RANK_SCALE[1]} * ts_rank(p.words, %s::tsquery)) - 0.5)"
-"""A term's frequency in a passage, from `ts_rank` of the term alone."""
+_TF = champions.TERM_FREQUENCY.format(query="%s::tsquery")
 
 
 def _ranking_sql(score: str, frequencies: str, held: str, where: str, *, admit_first: bool) -> str:
@@ -150,7 +142,7 @@ class KeywordStats:
                     stats.frequency[term] = held
                     continue
             if found is None or found.stale(stats.passages):
-                found = champions.build(conn, term, _tsquery([term]), stats.passages, stats.average, _RANK_SCALE)
+                found = champions.build(conn, term, _tsquery([term]), stats.passages, stats.average)
             stats.frequency[term] = found.passages
         return stats.passages, stats.average, {t: stats.frequency[t] for t in terms}
 
