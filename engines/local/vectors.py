@@ -69,8 +69,8 @@ class Snapshot:
     def scores(self, query: NDArray[np.float32]) -> NDArray[np.float32]:
         """The cosine of every row with `query` (unit vectors): float32, block by block; the blocks shared between
         this thread and `SCAN_THREADS - 1` others when there are several (numpy lets go of the interpreter in each
-        product). One core streams the vectors at about 13 GB/s here, two together at about 20: a scan of 300,000
-        vectors took 34 ms on one thread, 22 on two.
+        product): memory bandwidth bounds a scan, and a second core adds some (300,000 x 384: 17 to 19 ms on one
+        thread, 14 on two, here).
 
         Each row's product is `np.vecdot`'s, which sums every row alike: BLAS's matrix-vector product (OpenBLAS
         0.3.31, numpy 2.4) rounds a row differently by its place in the block, so equal vectors scored unequally

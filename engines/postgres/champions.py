@@ -14,7 +14,8 @@ and a removal takes its passages off.
 
 A word's count is kept exact as the table changes: a store records how many of its new passages hold each common
 word, and a removal how many of its removed passages held one, as rows of `term_changes` that a read adds up and
-a build folds into the count.
+a build folds into the count (as does a read that finds `FOLD_FROM` of them waiting: a table whose size holds
+steady under churn would never be built again).
 
 A passage outside the list therefore scores at most idf (k1 + 1) threshold for the word, which is what lets a
 read prove its ranking exact (`engines.postgres.keyword`). Impacts are taken against the average passage length
@@ -46,6 +47,8 @@ CHAMPIONS = 1_000
 """How many passages a list keeps when built, and how deep a read takes it."""
 REBUILD_RATIO = 1.25
 """A list is built again once the passages' number is this many times (or 1 / this) what it was at its build."""
+FOLD_FROM = 1_000
+"""A word's count is folded once this many changes wait to be added up (stores and removals of as many batches)."""
 K1 = 1.2
 B = 0.75
 ZETA_2 = 1.64493406685
@@ -99,6 +102,11 @@ counted_out AS (
 common words' counts and taken off their lists, in the removal's own statement (its passages are still readable
 there: the cascade that deletes them runs at the statement's end)."""
 _COUNT = "c.passages + coalesce((SELECT sum(d.change) FROM term_changes d WHERE d.term = c.term), 0)"
+_FOLD = """
+WITH folded AS (DELETE FROM term_changes WHERE term = %(word)s RETURNING change)
+UPDATE common_terms SET passages = passages + coalesce((SELECT sum(change) FROM folded), 0) WHERE term = %(word)s
+"""
+"""A word's changes added into its count and dropped, in one statement (one snapshot)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +117,8 @@ class Known:
     passages: int
     counted_of: int
     average: float
+    changes: int = 0
+    """How many rows of `term_changes` its count was added up from."""
 
     def stale(self, total: int) -> bool:
         return not self.counted_of / REBUILD_RATIO <= total <= self.counted_of * REBUILD_RATIO
@@ -133,9 +143,15 @@ def known(conn: psycopg.Connection, terms: list[str]) -> dict[str, Known]:
     if not terms:
         return {}
     rows = conn.execute(
-        f"SELECT c.term, {_COUNT}, c.counted_of, c.average FROM common_terms c WHERE c.term = ANY(%s)", (terms,)
+        "SELECT c.term, c.passages + d.change, c.counted_of, c.average, d.changes FROM common_terms c "
+        "CROSS JOIN LATERAL (SELECT coalesce(sum(change), 0) AS change, count(*) AS changes FROM term_changes "
+        "WHERE term = c.term) d WHERE c.term = ANY(%s)",
+        (terms,),
     ).fetchall()
-    return {term: Known(int(passages), int(of), float(average)) for term, passages, of, average in rows}
+    return {
+        term: Known(int(passages), int(of), float(average), int(changes))
+        for term, passages, of, average, changes in rows
+    }
 
 
 def counted_up_to(conn: psycopg.Connection, tsquery: str, cap: int) -> int:
@@ -176,20 +192,32 @@ def build(conn: psycopg.Connection, term: str, tsquery: str, total: int, average
     return Known(holding, max(total, holding), average)
 
 
+def fold(conn: psycopg.Connection, term: str) -> None:
+    """Add `term`'s waiting changes into its count (under the builds' lock, so no build folds them too): a
+    database whose size holds steady under churn would otherwise add up ever more of them at each count."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+        conn.execute(_FOLD.encode(), {"word": term})
+
+
 def read(conn: psycopg.Connection, terms: list[str]) -> dict[str, Champions]:
-    """The lists of `terms` (common words), each read `CHAMPIONS` deep, best first."""
+    """The lists of `terms` (common words), each read `CHAMPIONS` deep, best first, in one round trip. A word
+    without a row (dropped by a removal since) is left out: the caller scans its passages instead."""
+    if not terms:
+        return {}
+    rows = conn.execute(
+        "SELECT c.term, c.threshold, c.average, h.passages, h.impacts FROM common_terms c CROSS JOIN LATERAL ("
+        "SELECT coalesce(array_agg(passage ORDER BY impact DESC), '{}') AS passages, "
+        "coalesce(array_agg(impact ORDER BY impact DESC), '{}') AS impacts FROM ("
+        "SELECT passage, impact FROM champions WHERE term = c.term ORDER BY impact DESC LIMIT %s) best) h "
+        "WHERE c.term = ANY(%s)",
+        (CHAMPIONS, terms),
+    ).fetchall()
     found: dict[str, Champions] = {}
-    for term in terms:
-        row = conn.execute("SELECT threshold, average FROM common_terms WHERE term = %s", (term,)).fetchone()
-        if row is None:  # dropped by a removal since: the caller scans the word's passages instead
-            continue
-        rows = conn.execute(
-            "SELECT passage, impact FROM champions WHERE term = %s ORDER BY impact DESC LIMIT %s", (term, CHAMPIONS)
-        ).fetchall()
-        threshold = float(row[0])
-        if len(rows) == CHAMPIONS:  # the list grew past its depth: what is left unread weighs no more than its last
-            threshold = max(threshold, float(rows[-1][1]))
-        found[term] = Champions([int(passage) for passage, _ in rows], threshold, float(row[1]))
+    for term, threshold, average, passages, impacts in rows:
+        if len(passages) == CHAMPIONS:  # the list grew past its depth: what is left unread weighs no more than its last
+            threshold = max(threshold, impacts[-1])
+        found[term] = Champions([int(passage) for passage in passages], float(threshold), float(average))
     return found
 
 
@@ -219,6 +247,7 @@ __all__ = [
     "build",
     "counted_up_to",
     "drop_emptied",
+    "fold",
     "known",
     "read",
 ]

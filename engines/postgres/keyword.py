@@ -45,6 +45,9 @@ REFRESH_S = 2.0
 LARGE = 10_000
 _LEXEMES = 50_000
 
+ADMIT_DEPTH = 4
+"""How many times the wanted items a ranking checks against the filter before it ranks admitted items only."""
+
 _MARK = "SELECT (SELECT last_value FROM passages_id_seq), (SELECT last_value FROM deletions)"
 _TF = champions.TERM_FREQUENCY.format(query="%s::tsquery")
 
@@ -73,10 +76,6 @@ def _ranking_sql(score: str, frequencies: str, held: str, where: str, *, admit_f
         "ORDER BY d.score DESC, d.id LIMIT %s"
         f") b JOIN items i ON i.seq = b.item_seq WHERE ({where}) ORDER BY b.score DESC, b.id LIMIT %s"
     )
-
-
-ADMIT_DEPTH = 4
-"""How many times the wanted items a ranking checks against the filter before it ranks admitted items only."""
 
 
 @dataclass(slots=True)
@@ -143,6 +142,8 @@ class KeywordStats:
                     continue
             if found is None or found.stale(stats.passages):
                 found = champions.build(conn, term, _tsquery([term]), stats.passages, stats.average)
+            elif found.changes >= champions.FOLD_FROM:
+                champions.fold(conn, term)
             stats.frequency[term] = found.passages
         return stats.passages, stats.average, {t: stats.frequency[t] for t in terms}
 
@@ -194,7 +195,9 @@ def keyword_ranking(conn: psycopg.Connection, stats: KeywordStats, where: Where,
     for scanned in _rounds([cost[n] for n in rarest_first]):
         essential = [terms[n] for n in rarest_first[:scanned]]
         bound = (K1 + 1) * sum(weights[n] for n in rarest_first[scanned:])
-        bound += (K1 + 1) * sum(weights[terms.index(t)] * lists[t].bound(average) for t in essential if t in lists)
+        bound += (K1 + 1) * sum(
+            weights[n] * lists[terms[n]].bound(average) for n in rarest_first[:scanned] if terms[n] in lists
+        )
         read = [p for t in essential if t in lists for p in lists[t].passages]
         ranked = scorer.ranked([t for t in essential if t not in lists], read, want)
         if len(ranked) >= want and ranked[want - 1].score > bound:

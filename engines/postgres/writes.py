@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -161,24 +162,28 @@ def save_vectors(conn: psycopg.Connection, passages: list[int], vectors: Vectors
 def delete_where(conn: psycopg.Connection, where: Where) -> list[tuple[str, str]]:
     """Remove every item `where` selects, in one transaction, checked; each removed item's (ns, kind)."""
     clause, params = sql_of(where)
-    with conn.transaction():
-        rows = conn.execute(_DELETE.format(where=clause).encode(), params).fetchall()
-        _verify_removed(conn, [row[0] for row in rows])
-    return [(ns, kind) for _, ns, kind in rows]
+    return [(ns, kind) for _, ns, kind in _delete(conn, clause, params)]
 
 
 def delete_ids(conn: psycopg.Connection, tenant: str, ids: list[ItemId]) -> int:
     """Remove the tenant's items with these ids, wherever they are, in one transaction, checked."""
+    return len(_delete(conn, "i.tenant = %s AND i.id = ANY(%s)", [tenant, ids]))
+
+
+def _delete(conn: psycopg.Connection, clause: str, params: Sequence[object]) -> list[tuple[int, str, str]]:
+    """Remove the items `clause` selects (over `items i`), check nothing of them is left, drop the champion lists
+    it emptied, in one transaction; each removed item's (seq, ns, kind)."""
     with conn.transaction():
-        rows = conn.execute(_DELETE.format(where="i.tenant = %s AND i.id = ANY(%s)").encode(), (tenant, ids)).fetchall()
-        _verify_removed(conn, [row[0] for row in rows])
-    return len(rows)
+        rows: list[tuple[int, str, str]] = conn.execute(_DELETE.format(where=clause).encode(), params).fetchall()
+        if rows:
+            _verify_removed(conn, [row[0] for row in rows])
+            champions.drop_emptied(conn)
+            conn.execute("SELECT nextval('deletions')")
+    return rows
 
 
 def _verify_removed(conn: psycopg.Connection, seqs: list[int]) -> None:
     """Nothing of the removed items may be left (a cascade dropped, a trigger in the way): else roll back."""
-    if not seqs:
-        return
     left = conn.execute(
         "SELECT (SELECT count(*) FROM items WHERE seq = ANY(%s)) + (SELECT count(*) FROM passages WHERE item_seq = "
         "ANY(%s)) + (SELECT count(*) FROM item_tags WHERE item_seq = ANY(%s))",
@@ -186,8 +191,6 @@ def _verify_removed(conn: psycopg.Connection, seqs: list[int]) -> None:
     ).fetchone()
     if left is None or left[0]:
         raise EngineError(f"a removal of {len(seqs)} items left {left[0] if left else '?'} of their rows; rolled back")
-    champions.drop_emptied(conn)
-    conn.execute("SELECT nextval('deletions')")
 
 
 __all__ = ["Written", "delete_ids", "delete_where", "indexed_words", "insert_items", "save_vectors"]

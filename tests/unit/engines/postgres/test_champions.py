@@ -204,6 +204,24 @@ async def test_a_removal_waits_for_no_build(engines: tuple[LocalEngine, Postgres
     _assert_list_holds_every_passage_above_its_threshold(postgres_url, "alpha")
 
 
+async def test_a_count_is_folded_once_its_changes_pile_up(
+    engines: tuple[LocalEngine, PostgresEngine], postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, remote = engines
+    monkeypatch.setattr(champions, "FOLD_FROM", 4)
+    await _ranked(remote, "alpha")
+    for first in range(240, 260, 2):  # churn: the table's size holds, so the list is never built again
+        receipts = await remote.store_many(_docs(first, 2))
+        await remote.forget(ForgetTarget(ids=[r.id for r in receipts]))
+    waiting = "SELECT count(*) FROM term_changes WHERE term = 'alpha'"
+    assert _rows(postgres_url, waiting)[0][0] >= 4
+    await remote.store_many(_docs(260, 1))  # moves the passages' sequence: the next read counts again
+    await _ranked(remote, "alpha")
+    assert _rows(postgres_url, waiting) == [(0,)]
+    assert _rows(postgres_url, "SELECT counted_of FROM common_terms") == [(120,)]  # folded, not built again
+    _assert_list_holds_every_passage_above_its_threshold(postgres_url, "alpha")
+
+
 async def test_a_list_is_built_again_once_the_table_grew_by_a_quarter(
     engines: tuple[LocalEngine, PostgresEngine], postgres_url: str
 ) -> None:
